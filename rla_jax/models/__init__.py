@@ -1,0 +1,9 @@
+"""Flax NNX Qwen2/Qwen3 models, KV cache and Hugging Face checkpoint I/O."""
+
+from rla_jax.models.config import ConfigError, QwenConfig
+from rla_jax.models.hf_io import CheckpointError, load_qwen, save_qwen
+from rla_jax.models.kv_cache import KVCache, init_cache
+from rla_jax.models.qwen import Qwen
+
+__all__ = ["ConfigError", "QwenConfig", "CheckpointError", "load_qwen",
+           "save_qwen", "KVCache", "init_cache", "Qwen"]

@@ -1,0 +1,251 @@
+"""Hugging Face checkpoint import/export for `rla_jax.models.Qwen`.
+
+Import streams tensor by tensor from `model.safetensors` or a sharded
+`model-0000x-of-0000y.safetensors` set (via its index file) straight into
+each parameter's target sharding with `jax.make_array_from_callback`: every
+device's shard is read from disk on its own, so the whole model is never
+materialised on one device (at most one HF tensor is on the host at once).
+
+Export writes a directory that `transformers.AutoModelForCausalLM
+.from_pretrained` loads (v5 config keys, safetensors in torch layout).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+from safetensors import safe_open
+from safetensors.numpy import save_file
+
+from rla_jax.models.config import ConfigError, QwenConfig
+from rla_jax.models.qwen import Qwen, layer_param_shapes
+
+SINGLE_FILE = "model.safetensors"
+INDEX_FILE = "model.safetensors.index.json"
+
+
+class CheckpointError(ValueError):
+  """A checkpoint directory is missing files or tensors, or has bad shapes."""
+
+
+# rla_jax stacked param -> (HF per-layer key template, HF shape or None when
+# it equals our per-layer shape).
+def _hf_layout(cfg: QwenConfig):
+  D, N, K, H = cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+  pre = "model.layers.{i}."
+  table = {
+      "input_norm": (pre + "input_layernorm.weight", None),
+      "post_attn_norm": (pre + "post_attention_layernorm.weight", None),
+      # ours [D, n, H] <-> HF (n*H, D)
+      "wq": (pre + "self_attn.q_proj.weight", (N * H, D)),
+      "wk": (pre + "self_attn.k_proj.weight", (K * H, D)),
+      "wv": (pre + "self_attn.v_proj.weight", (K * H, D)),
+      # ours [N, H, D] <-> HF (D, N*H)
+      "wo": (pre + "self_attn.o_proj.weight", (D, N * H)),
+      "bq": (pre + "self_attn.q_proj.bias", (N * H,)),
+      "bk": (pre + "self_attn.k_proj.bias", (K * H,)),
+      "bv": (pre + "self_attn.v_proj.bias", (K * H,)),
+      "q_norm": (pre + "self_attn.q_norm.weight", None),
+      "k_norm": (pre + "self_attn.k_norm.weight", None),
+      "w_gate": (pre + "mlp.gate_proj.weight", (cfg.intermediate_size, D)),
+      "w_up": (pre + "mlp.up_proj.weight", (cfg.intermediate_size, D)),
+      "w_down": (pre + "mlp.down_proj.weight", (D, cfg.intermediate_size)),
+  }
+  return table
+
+
+def _from_hf(name: str, x: np.ndarray, per_layer_shape) -> np.ndarray:
+  """HF tensor of one layer -> our per-layer layout."""
+  if name in ("wq", "wk", "wv", "w_gate", "w_up"):  # (out, in) -> (in, out)
+    return x.T.reshape(per_layer_shape)
+  if name == "wo":  # (D, N*H) -> (N, H, D)
+    return x.T.reshape(per_layer_shape)
+  if name == "w_down":  # (D, F) -> (F, D)
+    return x.T
+  return x.reshape(per_layer_shape)
+
+
+def _to_hf(name: str, x: np.ndarray) -> np.ndarray:
+  """Our per-layer layout -> HF tensor of one layer."""
+  if name in ("wq", "wk", "wv", "w_gate", "w_up"):
+    return np.ascontiguousarray(x.reshape(x.shape[0], -1).T)
+  if name == "wo":
+    return np.ascontiguousarray(x.reshape(-1, x.shape[-1]).T)
+  if name == "w_down":
+    return np.ascontiguousarray(x.T)
+  return np.ascontiguousarray(x.reshape(-1))
+
+
+class _TensorReader:
+  """Reads named tensors lazily from a (possibly sharded) safetensors set."""
+
+  def __init__(self, model_dir: str):
+    self.model_dir = model_dir
+    index_path = os.path.join(model_dir, INDEX_FILE)
+    single = os.path.join(model_dir, SINGLE_FILE)
+    if os.path.isfile(index_path):
+      try:
+        with open(index_path) as f:
+          weight_map = json.load(f)["weight_map"]
+      except (json.JSONDecodeError, KeyError) as e:
+        raise CheckpointError(f"{index_path}: malformed index ({e})") from None
+      self.key_to_file = {k: os.path.join(model_dir, v)
+                          for k, v in weight_map.items()}
+      for path in set(self.key_to_file.values()):
+        if not os.path.isfile(path):
+          raise CheckpointError(f"{index_path}: names missing shard {path}")
+    elif os.path.isfile(single):
+      with safe_open(single, framework="numpy") as f:
+        self.key_to_file = {k: single for k in f.keys()}
+    else:
+      raise CheckpointError(
+          f"{model_dir}: no {SINGLE_FILE} or {INDEX_FILE} found")
+    self._handles = {}
+
+  def has(self, key: str) -> bool:
+    return key in self.key_to_file
+
+  def get(self, key: str) -> np.ndarray:
+    if key not in self.key_to_file:
+      raise CheckpointError(f"{self.model_dir}: missing tensor {key!r}")
+    path = self.key_to_file[key]
+    if path not in self._handles:
+      self._handles[path] = safe_open(path, framework="numpy")
+    return self._handles[path].get_tensor(key)
+
+  def shape(self, key: str) -> tuple[int, ...]:
+    if key not in self.key_to_file:
+      raise CheckpointError(f"{self.model_dir}: missing tensor {key!r}")
+    path = self.key_to_file[key]
+    if path not in self._handles:
+      self._handles[path] = safe_open(path, framework="numpy")
+    return tuple(self._handles[path].get_slice(key).get_shape())
+
+
+def _check_shape(reader, key, expected, path_hint):
+  got = reader.shape(key)
+  if tuple(got) != tuple(expected):
+    raise CheckpointError(
+        f"{path_hint}: tensor {key!r} has shape {tuple(got)}, expected "
+        f"{tuple(expected)}")
+
+
+def load_qwen(model_dir: str, *, dtype=jnp.float32, param_dtype=jnp.float32,
+              remat: str = "none",
+              sharding_fn: Callable[[tuple[str, ...]], jax.sharding.Sharding]
+              | None = None) -> Qwen:
+  """Loads a HF Qwen2/Qwen3 checkpoint directory into a `Qwen` module.
+
+  sharding_fn maps a parameter's logical axes to its target sharding (see
+  `rla_jax.sharding.param_sharding_fn`); default: the first local device.
+  All tensor names and shapes are checked before any weight is loaded.
+  """
+  cfg = QwenConfig.from_json_file(os.path.join(model_dir, "config.json"))
+  reader = _TensorReader(model_dir)
+  layout = _hf_layout(cfg)
+  stacked = layer_param_shapes(cfg)
+
+  # Validate every tensor's presence and shape first (cheap: headers only).
+  for name, shape in stacked.items():
+    key_t, hf_shape = layout[name]
+    for i in range(cfg.num_layers):
+      _check_shape(reader, key_t.format(i=i), hf_shape or shape[1:], model_dir)
+  V, D = cfg.vocab_size, cfg.hidden_size
+  _check_shape(reader, "model.embed_tokens.weight", (V, D), model_dir)
+  _check_shape(reader, "model.norm.weight", (D,), model_dir)
+  if not cfg.tie_word_embeddings:
+    _check_shape(reader, "lm_head.weight", (V, D), model_dir)
+
+  abstract = nnx.eval_shape(lambda: Qwen(cfg, rngs=nnx.Rngs(0), dtype=dtype,
+                                         param_dtype=param_dtype, remat=remat))
+  graphdef, state = nnx.split(abstract)
+  default_sharding = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+
+  target_dtype = np.dtype(param_dtype)
+
+  def make(var, host_fn):
+    sharding = (sharding_fn(var.logical_axes) if sharding_fn
+                else default_sharding)
+    return jax.make_array_from_callback(
+        var.get_value().shape, sharding,
+        lambda index: np.asarray(host_fn(index)).astype(target_dtype))
+
+  def stacked_loader(name):
+    key_t, _ = layout[name]
+    per_layer = stacked[name][1:]
+
+    def host(index):
+      layer_slice = index[0]
+      ids = range(cfg.num_layers)[layer_slice]
+      parts = [_from_hf(name, reader.get(key_t.format(i=i)), per_layer)
+               for i in ids]
+      return np.stack(parts)[(slice(None),) + tuple(index[1:])]
+    return host
+
+  def plain_loader(key, transpose=False):
+    def host(index):
+      x = reader.get(key)
+      x = x.T if transpose else x
+      return x[tuple(index)]
+    return host
+
+  def fill(path, var):
+    names = [str(p) for p in path]
+    if names[0] == "layers":
+      loader = stacked_loader(names[1])
+    elif names[0] == "embed":
+      loader = plain_loader("model.embed_tokens.weight")
+    elif names[0] == "final_norm":
+      loader = plain_loader("model.norm.weight")
+    elif names[0] == "lm_head":
+      loader = plain_loader("lm_head.weight", transpose=True)
+    else:
+      raise CheckpointError(f"no HF mapping for parameter {'/'.join(names)}")
+    return var.replace(make(var, loader))
+
+  state = nnx.map_state(fill, state)
+  return nnx.merge(graphdef, state)
+
+
+def save_qwen(model: Qwen, out_dir: str, *, dtype: str = "float32",
+              tokenizer=None) -> None:
+  """Exports `model` as a HF checkpoint directory (config + safetensors).
+
+  Parameters are pulled to the host one at a time. `dtype` is the stored
+  tensor dtype ("float32" or "bfloat16").
+  """
+  cfg = model.cfg
+  os.makedirs(out_dir, exist_ok=True)
+  layout = _hf_layout(cfg)
+  np_dtype = {"float32": np.float32, "bfloat16": jnp.bfloat16}[dtype]
+  tensors = {}
+  host = lambda a: np.asarray(jax.device_get(a), dtype=np.float32)  # noqa
+  tensors["model.embed_tokens.weight"] = host(model.embed[...])
+  tensors["model.norm.weight"] = host(model.final_norm[...])
+  if not cfg.tie_word_embeddings:
+    tensors["lm_head.weight"] = np.ascontiguousarray(host(model.lm_head[...]).T)
+  for name, var in model.layers.items():
+    key_t, _ = layout[name]
+    stacked = host(var[...])
+    for i in range(cfg.num_layers):
+      tensors[key_t.format(i=i)] = _to_hf(name, stacked[i])
+  tensors = {k: np.ascontiguousarray(v.astype(np_dtype))
+             for k, v in tensors.items()}
+  save_file(tensors, os.path.join(out_dir, SINGLE_FILE),
+            metadata={"format": "pt"})
+  with open(os.path.join(out_dir, "config.json"), "w") as f:
+    json.dump(cfg.to_hf_dict(dtype=dtype), f, indent=2, sort_keys=True)
+  gen = {"bos_token_id": cfg.bos_token_id, "eos_token_id": cfg.eos_token_id}
+  with open(os.path.join(out_dir, "generation_config.json"), "w") as f:
+    json.dump({k: v for k, v in gen.items() if v is not None}, f, indent=2)
+  if tokenizer is not None:
+    tokenizer.save_pretrained(out_dir)
+
+
+__all__ = ["load_qwen", "save_qwen", "CheckpointError", "ConfigError"]
