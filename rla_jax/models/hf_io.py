@@ -138,11 +138,12 @@ def _check_shape(reader, key, expected, path_hint):
 
 def load_qwen(model_dir: str, *, dtype=jnp.float32, param_dtype=jnp.float32,
               remat: str = "none",
-              sharding_fn: Callable[[tuple[str, ...]], jax.sharding.Sharding]
+              sharding_fn: Callable[[tuple[str, ...], tuple[int, ...]],
+                                     jax.sharding.Sharding]
               | None = None) -> Qwen:
   """Loads a HF Qwen2/Qwen3 checkpoint directory into a `Qwen` module.
 
-  sharding_fn maps a parameter's logical axes to its target sharding (see
+  sharding_fn maps a parameter's (logical axes, shape) to its target sharding (see
   `rla_jax.sharding.param_sharding_fn`); default: the first local device.
   All tensor names and shapes are checked before any weight is loaded.
   """
@@ -170,10 +171,11 @@ def load_qwen(model_dir: str, *, dtype=jnp.float32, param_dtype=jnp.float32,
   target_dtype = np.dtype(param_dtype)
 
   def make(var, host_fn):
-    sharding = (sharding_fn(var.logical_axes) if sharding_fn
+    shape = var.get_value().shape
+    sharding = (sharding_fn(var.logical_axes, shape) if sharding_fn
                 else default_sharding)
     return jax.make_array_from_callback(
-        var.get_value().shape, sharding,
+        shape, sharding,
         lambda index: np.asarray(host_fn(index)).astype(target_dtype))
 
   def stacked_loader(name):

@@ -1,0 +1,283 @@
+"""Batched, jit-compiled sampler with a donated KV cache.
+
+Two programs do all the work:
+  * prefill: one forward pass that appends a left-padded chunk [B, T] to
+    the cache and returns the last position's logits [B, V];
+  * decode: a `lax.while_loop` that samples a token, appends it to the cache
+    and computes the next logits, until every row has hit a stop token or
+    its budget (early exit).
+Both donate the cache, so it is updated in place. Every sampled token is
+written to the cache (including the stop token), so a `Session` continues
+an agent's conversation by appending only the new observation tokens:
+per-turn cost grows with the new tokens, not with the history.
+
+Compiled shapes are bounded: chunk length and batch size are rounded up to
+buckets; temperature, top-p, top-k, greedy, the token budget and the seed
+are traced values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+from jax.sharding import Mesh, NamedSharding
+
+from rla_jax import sharding as shd
+from rla_jax.models.kv_cache import KVCache, cache_logical_axes, init_cache
+from rla_jax.models.qwen import Qwen
+from rla_jax.sampling.buckets import left_pad, pick_bucket, \
+    power_of_two_buckets
+from rla_jax.sampling.token_selection import select_tokens
+
+
+@dataclasses.dataclass
+class SampleOutput:
+  """Result of one sampler call, trimmed per row on the host.
+
+  tokens[i]: generated ids of row i (stop token included if one was hit);
+  logprobs[i]: float32 [len] log-prob of each generated token under the
+  model's plain softmax; stopped[i]: True if row i ended on a stop token.
+  """
+  tokens: list[list[int]]
+  logprobs: list[np.ndarray]
+  stopped: list[bool]
+
+  @property
+  def lengths(self) -> list[int]:
+    return [len(t) for t in self.tokens]
+
+
+@functools.partial(jax.jit, static_argnums=(0,), donate_argnums=(2,))
+def _prefill(graphdef, state, cache: KVCache, tokens, mask):
+  model = nnx.merge(graphdef, state)
+  h, cache = model.hidden_states(tokens, mask, cache)
+  return cache, model.logits_from_hidden(h[:, -1])
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1), donate_argnums=(3,))
+def _decode(graphdef, max_new_static, state, cache: KVCache, logits, active,
+            key, temperature, top_p, top_k, greedy, max_new, stop_ids,
+            pad_id):
+  """Samples up to max_new (<= max_new_static) tokens per active row."""
+  model = nnx.merge(graphdef, state)
+  B = logits.shape[0]
+  out_tok = jnp.full((B, max_new_static), pad_id, jnp.int32)
+  out_lp = jnp.zeros((B, max_new_static), jnp.float32)
+
+  def cond(c):
+    step, done = c[0], c[5]
+    return (step < max_new) & ~jnp.all(done)
+
+  def body(c):
+    step, cache, logits, out_tok, out_lp, done, stopped = c
+    tok, lp = select_tokens(logits, jax.random.fold_in(key, step),
+                            temperature, top_p, top_k, greedy)
+    live = ~done
+    tok = jnp.where(live, tok, pad_id)
+    out_tok = out_tok.at[:, step].set(tok)
+    out_lp = out_lp.at[:, step].set(jnp.where(live, lp, 0.0))
+    hit = live & jnp.isin(tok, stop_ids)
+    stopped = stopped | hit
+    done = done | hit | (step + 1 >= max_new)
+    h, cache = model.hidden_states(tok[:, None], live[:, None], cache)
+    logits = model.logits_from_hidden(h[:, 0])
+    return step + 1, cache, logits, out_tok, out_lp, done, stopped
+
+  init = (jnp.zeros((), jnp.int32), cache, logits, out_tok, out_lp,
+          ~active, jnp.zeros((B,), bool))
+  step, cache, _, out_tok, out_lp, _, stopped = jax.lax.while_loop(
+      cond, body, init)
+  return cache, out_tok, out_lp, stopped, step
+
+
+class Sampler:
+  """Samples continuations of token-id prompts from a `Qwen` model.
+
+  Args:
+    model: the policy or reward model (its parameters are re-read by
+      `update_params`, e.g. after a training step).
+    max_prompt_len: longest chunk (prompt or continuation) accepted.
+    max_new_tokens: static cap on tokens generated per call.
+    stop_token_ids: generation stops at any of these ids.
+    pad_id: id written for padding and finished rows.
+    prompt_buckets / batch_buckets: allowed padded shapes.
+    mesh / rules: optional device mesh and logical-axis rules; the batch is
+      sharded by the "batch" rule and weights by the sampling rules.
+  """
+
+  def __init__(self, model: Qwen, *, max_prompt_len: int, max_new_tokens: int,
+               stop_token_ids: Sequence[int] = (), pad_id: int = 0,
+               prompt_buckets: Sequence[int] | None = None,
+               batch_buckets: Sequence[int] | None = None,
+               mesh: Mesh | None = None, rules=shd.SAMPLE_RULES):
+    self.cfg = model.cfg
+    self.max_prompt_len = int(max_prompt_len)
+    self.max_new_tokens = int(max_new_tokens)
+    self.stop_token_ids = np.asarray(list(stop_token_ids) or [-1], np.int32)
+    self.pad_id = int(pad_id)
+    self.prompt_buckets = tuple(sorted(prompt_buckets or power_of_two_buckets(
+        16, self.max_prompt_len)))
+    if self.prompt_buckets[-1] < self.max_prompt_len:
+      self.prompt_buckets += (self.max_prompt_len,)
+    self.batch_buckets = tuple(sorted(batch_buckets or power_of_two_buckets(
+        1, 4096)))
+    self.mesh, self.rules = mesh, rules
+    self.update_params(model)
+
+  # ----------------------------------------------------------- params
+  def update_params(self, model: Qwen) -> None:
+    """Takes the current parameters of `model` (placed for sampling)."""
+    if self.mesh is not None:
+      model = shd.shard_module(model, self.mesh, self.rules)
+    self.graphdef, self.state = nnx.split(model)
+    self.cache_dtype = model.dtype
+
+  # ----------------------------------------------------------- checks
+  def _check_rows(self, rows: Sequence[Sequence[int]], allow_empty: bool):
+    if not rows:
+      raise ValueError("no prompts given")
+    V = self.cfg.vocab_size
+    for i, row in enumerate(rows):
+      if not row and not allow_empty:
+        raise ValueError(f"prompt {i} is empty")
+      if len(row) > self.max_prompt_len:
+        raise ValueError(f"prompt {i} has {len(row)} tokens, more than "
+                         f"max_prompt_len={self.max_prompt_len}")
+      if row:
+        arr = np.asarray(row)
+        if arr.min() < 0 or arr.max() >= V:
+          bad = int(arr[(arr < 0) | (arr >= V)][0])
+          raise ValueError(f"prompt {i} has token id {bad} outside the "
+                           f"vocabulary [0, {V})")
+
+  def _batch_bucket(self, n: int) -> int:
+    b = pick_bucket(n, self.batch_buckets, "batch size")
+    if self.mesh is not None:  # the batch axis must divide evenly
+      target = dict(self.rules).get("batch") or ()
+      target = (target,) if isinstance(target, str) else target
+      div = int(np.prod([self.mesh.shape[a] for a in target]))
+      b = -(-b // div) * div
+    return b
+
+  def _place(self, x, axes):
+    if self.mesh is None:
+      return jnp.asarray(x)
+    spec = shd.logical_to_spec(axes, np.shape(x), self.mesh, self.rules)
+    return jax.device_put(x, NamedSharding(self.mesh, spec))
+
+  def new_cache(self, batch: int, num_slots: int) -> KVCache:
+    cache = init_cache(self.cfg, batch, num_slots, self.cache_dtype)
+    if self.mesh is None:
+      return cache
+    return jax.tree.map(self._place, cache, cache_logical_axes())
+
+  # ----------------------------------------------------------- core
+  def _run(self, cache: KVCache, rows, active_rows: np.ndarray, *, seed,
+           temperature, top_p, top_k, greedy, max_new_tokens):
+    n = len(rows)
+    B = cache.batch_size
+    T = pick_bucket(max(1, max(len(r) for r in rows)), self.prompt_buckets,
+                    "prompt length")
+    budget = int(max_new_tokens or self.max_new_tokens)
+    if not 1 <= budget <= self.max_new_tokens:
+      raise ValueError(f"max_new_tokens={budget} outside [1, "
+                       f"{self.max_new_tokens}]")
+    used = int(cache.end)
+    if used + T + self.max_new_tokens > cache.num_slots:
+      raise ValueError(
+          f"cache overflow: {used} slots used + chunk bucket {T} + "
+          f"max_new_tokens {self.max_new_tokens} > {cache.num_slots} slots")
+    ids, mask = left_pad(rows, T, B, self.pad_id)
+    active = np.zeros((B,), bool)
+    active[:n] = active_rows
+    ids = self._place(ids, ("batch", "length"))
+    mask = self._place(mask, ("batch", "length"))
+    cache, logits = _prefill(self.graphdef, self.state, cache, ids, mask)
+    cache, tok, lp, stopped, _ = _decode(
+        self.graphdef, self.max_new_tokens, self.state, cache, logits,
+        self._place(active, ("batch",)),
+        jax.random.key(seed), jnp.float32(temperature), jnp.float32(top_p),
+        jnp.int32(top_k), jnp.bool_(greedy), jnp.int32(budget),
+        jnp.asarray(self.stop_token_ids), jnp.int32(self.pad_id))
+    tok, lp, stopped = jax.device_get((tok, lp, stopped))
+    out_tokens, out_lp, out_stop = [], [], []
+    for i in range(n):
+      if not active[i]:
+        out_tokens.append([]), out_lp.append(np.zeros(0, np.float32))
+        out_stop.append(False)
+        continue
+      row = tok[i].tolist()
+      length = budget
+      for j, t in enumerate(row[:budget]):
+        if t in self._stop_set:
+          length = j + 1
+          break
+      out_tokens.append(row[:length])
+      out_lp.append(np.asarray(lp[i, :length], np.float32))
+      out_stop.append(bool(stopped[i]))
+    return cache, SampleOutput(out_tokens, out_lp, out_stop)
+
+  @property
+  def _stop_set(self) -> set[int]:
+    return set(int(t) for t in self.stop_token_ids)
+
+  def generate(self, prompts: Sequence[Sequence[int]], *, seed: int = 0,
+               temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
+               greedy: bool = False, max_new_tokens: int | None = None
+               ) -> SampleOutput:
+    """Samples one continuation per prompt (a fresh cache per call)."""
+    self._check_rows(prompts, allow_empty=False)
+    B = self._batch_bucket(len(prompts))
+    T = pick_bucket(max(len(p) for p in prompts), self.prompt_buckets,
+                    "prompt length")
+    cache = self.new_cache(B, T + self.max_new_tokens)
+    _, out = self._run(cache, prompts, np.ones(len(prompts), bool), seed=seed,
+                       temperature=temperature, top_p=top_p, top_k=top_k,
+                       greedy=greedy, max_new_tokens=max_new_tokens)
+    return out
+
+  def session(self, batch_size: int, num_slots: int) -> "Session":
+    """A multi-turn session whose rows keep their cache between turns."""
+    return Session(self, batch_size, num_slots)
+
+
+class Session:
+  """Multi-turn continuation: each turn appends tokens to a kept cache.
+
+  `turn(new_tokens, active)` appends new_tokens[i] to row i (the previous
+  turn's generated tokens are already cached) and samples the reply. Rows
+  with active[i] False append nothing and generate nothing.
+  """
+
+  def __init__(self, sampler: Sampler, batch_size: int, num_slots: int):
+    self.sampler = sampler
+    self.batch_size = batch_size
+    self.cache = sampler.new_cache(sampler._batch_bucket(batch_size),
+                                   num_slots)
+
+  @property
+  def slots_used(self) -> int:
+    return int(self.cache.end)
+
+  def turn(self, new_tokens: Sequence[Sequence[int]],
+           active: Sequence[bool] | None = None, **sample_kw) -> SampleOutput:
+    if len(new_tokens) != self.batch_size:
+      raise ValueError(f"expected {self.batch_size} rows, got "
+                       f"{len(new_tokens)}")
+    active = np.asarray([True] * self.batch_size if active is None
+                        else active, bool)
+    rows = [list(r) if a else [] for r, a in zip(new_tokens, active)]
+    for i, (r, a) in enumerate(zip(rows, active)):
+      if a and not r:
+        raise ValueError(f"row {i} is active but has no new tokens")
+    self.sampler._check_rows(rows, allow_empty=True)
+    self.cache, out = self.sampler._run(self.cache, rows, active, **{
+        "seed": 0, "temperature": 1.0, "top_p": 1.0, "top_k": 0,
+        "greedy": False, "max_new_tokens": None, **sample_kw})
+    return out

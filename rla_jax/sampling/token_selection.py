@@ -1,0 +1,58 @@
+"""Choosing the next token: greedy, temperature, top-k and top-p.
+
+All knobs are traced values (changing them never recompiles). The filter
+runs under `lax.cond`, so the O(V log V) sort is skipped when neither top-k
+nor top-p is active.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+NEG_INF = -jnp.inf
+
+
+def top_k_top_p_filter(logits: jax.Array, top_k: jax.Array,
+                       top_p: jax.Array) -> jax.Array:
+  """Masks logits outside the top-k set and the top-p nucleus to -inf.
+
+  logits: [B, V] float32 (already temperature-scaled); top_k: [] int
+  (<= 0 disables); top_p: [] float in (0, 1] (1 disables). The nucleus is
+  the smallest prefix of tokens sorted by probability whose mass reaches
+  top_p (the token that crosses top_p is kept).
+  """
+  V = logits.shape[-1]
+  desc = -jnp.sort(-logits, axis=-1)  # [B, V]
+  k = jnp.where(top_k > 0, jnp.minimum(top_k, V), V)
+  kth = jnp.take_along_axis(desc, jnp.broadcast_to(k - 1, desc.shape[:-1])
+                            [..., None], axis=-1)  # [B, 1]
+  desc_k = jnp.where(desc >= kth, desc, NEG_INF)
+  probs = jax.nn.softmax(desc_k, axis=-1)
+  mass_before = jnp.cumsum(probs, axis=-1) - probs
+  n_keep = jnp.maximum(jnp.sum(mass_before < top_p, axis=-1), 1)  # [B]
+  pth = jnp.take_along_axis(desc_k, (n_keep - 1)[:, None], axis=-1)
+  return jnp.where(logits >= jnp.maximum(kth, pth), logits, NEG_INF)
+
+
+def select_tokens(logits: jax.Array, key: jax.Array, temperature: jax.Array,
+                  top_p: jax.Array, top_k: jax.Array, greedy: jax.Array
+                  ) -> tuple[jax.Array, jax.Array]:
+  """Samples one token per row; returns (tokens [B], logprobs [B]).
+
+  logits: [B, V] float32. The returned log-prob is log softmax(logits) of
+  the chosen token: the policy's own probability, independent of
+  temperature/top-p/top-k, which is what the PPO ratio needs.
+  greedy (or temperature <= 0) takes the argmax.
+  """
+  logits = logits.astype(jnp.float32)
+  argmax = jnp.argmax(logits, axis=-1)
+  scaled = logits / jnp.maximum(temperature, 1e-6)
+  scaled = jax.lax.cond((top_k > 0) | (top_p < 1.0),
+                        lambda x: top_k_top_p_filter(x, top_k, top_p),
+                        lambda x: x, scaled)
+  sampled = jax.random.categorical(key, scaled, axis=-1)
+  tokens = jnp.where(greedy | (temperature <= 0), argmax, sampled)
+  logprobs = jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1),
+                                 tokens[:, None], axis=-1)[:, 0]
+  return tokens.astype(jnp.int32), logprobs
