@@ -68,7 +68,7 @@ def render_history(observations: Sequence[str], actions: Sequence[str],
         if k > 0:
             lines.append(f"observation: {observations[k]}")
         lines.append(f"you took action: {actions[k]}")
-    if len(observations) > len(actions):
+    if len(observations) > len(actions) > 0:  # o_L; for L = 0 it is o_0, already shown
         lines.append(f"observation: {observations[len(actions)]}")
     return "\n".join(lines)
 
@@ -86,7 +86,7 @@ def render_numbered_trajectory(observations: Sequence[str], actions: Sequence[st
         if k > 0:
             lines.append(f"[{k}] observation: {observations[k]}")
         lines.append(f"[{k}] action: {actions[k]}")
-    if len(observations) > len(actions):
+    if len(observations) > len(actions) > 0:  # o_L; for L = 0 it is o_0, already shown
         lines.append(f"[{len(actions)}] observation: {observations[len(actions)]}")
     return "\n".join(lines)
 
