@@ -12,8 +12,10 @@ in a fresh process (exec, never a fork of the trainer). It imports nothing from 
    /proc (only sandbox pids visible) and a size-capped tmpfs as the working directory.
    Otherwise (fallback) try a network namespace alone; without one, the per-test child
    installs an in-process socket guard.
-3. As root with a dedicated uid: drop to that uid (so RLIMIT_NPROC is enforced and the
-   trainer's processes and /proc files are out of reach).
+3. As root with a dedicated uid: every per-test child drops to that uid (so RLIMIT_NPROC is
+   enforced and the trainer's processes, /proc files and private files are out of reach);
+   the launcher keeps its uid, so a test cannot signal it, and is a child subreaper, so
+   orphans come back to it and are reaped.
 4. For each test: fork a fresh child from the clean launcher state; the child sets its own
    rlimits (CPU, AS, FSIZE, NOFILE, NPROC, CORE, STACK), wires the test files to fd 0/1/2,
    and executes the program text. The parent enforces the wall-clock limit, then kills
@@ -36,6 +38,7 @@ CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000,
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC = 32, 1024, 2048, 4096, 16384
 MS_PRIVATE, MS_RELATIME, MS_STRICTATIME = 1 << 18, 1 << 21, 1 << 24
+PR_SET_CHILD_SUBREAPER = 36
 _LOCKED_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
                  "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME, "strictatime": MS_STRICTATIME}
 
@@ -141,27 +144,33 @@ def _setup_filesystem(cfg, report):
     report["workdir"] = "tmpfs"
 
 
-def _drop_privileges(cfg, report):
-    """Enter the working directory, then (as root with a dedicated uid) become that uid."""
+def _prepare_workdir_and_uid(cfg, report):
+    """Enter the working directory; decide the uid the per-test children will drop to.
+
+    The launcher itself keeps its uid so that a test child (running as the dedicated uid)
+    cannot signal it; each child drops privileges right after setting its rlimits.
+    """
     uid = cfg["uid"]
-    if uid is not None and os.geteuid() == 0 and not cfg["namespaced"]:
+    drop = uid is not None and os.geteuid() == 0
+    if drop and not cfg["namespaced"]:
         os.chown(cfg["workdir"], uid, uid)
         os.chmod(cfg["workdir"], 0o700)
     os.chdir(cfg["workdir"])
-    if uid is None or os.geteuid() != 0:
-        report["uid"] = os.getuid()
-        return
-    if not cfg["namespaced"]:  # the dropped uid may not reach the stdlib: import common modules now
+    cfg["drop_to_uid"] = uid if drop else None
+    report["uid"] = uid if drop else os.getuid()
+    if drop and not cfg["namespaced"]:  # the dropped uid may not reach the stdlib: import common modules now
         for name in PREIMPORTED_MODULES:
             try:
                 __import__(name)
             except ImportError:
                 pass
         report["stdlib"] = "preimported"
+
+
+def _become_uid(uid):
     os.setgroups([])
     os.setgid(uid)
     os.setuid(uid)
-    report["uid"] = uid
 
 
 def _install_socket_guard():
@@ -203,6 +212,8 @@ def _run_child(cfg, src, fds):
             resource.setrlimit(res, (soft, hard))
         if cfg["enforce_nproc"]:
             resource.setrlimit(resource.RLIMIT_NPROC, (lim["max_processes"], lim["max_processes"]))
+        if cfg["drop_to_uid"] is not None:
+            _become_uid(cfg["drop_to_uid"])
         if cfg["report"]["network"] != "netns":
             _install_socket_guard()
         import builtins
@@ -239,29 +250,47 @@ def _run_child(cfg, src, fds):
     os._exit(code)
 
 
+def _kill_all_signalable():
+    """kill(-1, SIGKILL) until nothing is left: every process we may signal except ourselves."""
+    for _ in range(100):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.001)
+
+
 def _kill_leftovers(child_pid, is_ns_init, dedicated_uid):
-    """Kill everything a test left running, then reap zombies."""
-    if is_ns_init or dedicated_uid:
-        for _ in range(100):  # kill(-1): every process we may signal except ourselves
+    """Kill everything a test left running, then reap zombies.
+
+    As pid-namespace init: kill(-1) reaches exactly the sandbox's processes. With a dedicated
+    uid (fallback as root): a short-lived helper becomes that uid and does kill(-1). Otherwise:
+    the child's process group (processes that called setsid() escape until the wall kill).
+    """
+    if is_ns_init:
+        _kill_all_signalable()
+    elif dedicated_uid is not None:
+        helper = os.fork()
+        if helper == 0:
             try:
-                os.kill(-1, signal.SIGKILL)
-            except ProcessLookupError:
-                break
-            except PermissionError:
-                break
-            time.sleep(0.001)
+                _become_uid(dedicated_uid)
+                _kill_all_signalable()
+            finally:
+                os._exit(0)
+        os.waitpid(helper, 0)
     else:
         try:
             os.killpg(child_pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-    while True:
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:  # as pid-1 or child subreaper, orphans are ours to reap
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             break
         if pid == 0:
-            if not (is_ns_init or dedicated_uid):
+            if not (is_ns_init or dedicated_uid is not None):
                 break
             time.sleep(0.001)
 
@@ -297,7 +326,7 @@ def _clear_workdir(path):
 
 
 def _run_tests(cfg, src, test_fds, status_fd, is_ns_init):
-    dedicated_uid = cfg["uid"] is not None and os.getuid() == cfg["uid"]
+    dedicated_uid = cfg["drop_to_uid"]
     for i, fds in enumerate(test_fds):
         if os.listdir("."):
             _clear_workdir(".")
@@ -345,9 +374,11 @@ def main(config_path):
                 _, status = os.waitpid(pid1, 0)
                 os._exit(0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else 3)
             _setup_filesystem(cfg, report)
-        _drop_privileges(cfg, report)
+        _prepare_workdir_and_uid(cfg, report)
+        if _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:  # orphaned test processes come back to us
+            report["subreaper"] = True
         # RLIMIT_NPROC is ignored for real root; it holds for a dropped uid and inside a user namespace.
-        cfg["enforce_nproc"] = not started_as_root or os.getuid() != 0
+        cfg["enforce_nproc"] = not started_as_root or cfg["drop_to_uid"] is not None
         report["nproc_limit"] = cfg["enforce_nproc"]
         os.write(status_fd, (json.dumps({"isolation": report}) + "\n").encode())
         _run_tests(cfg, src, test_fds, status_fd, is_ns_init=cfg["namespaced"] and os.getpid() == 1)
