@@ -1,0 +1,37 @@
+"""Metric key names shared by the training loop and the reports.
+
+The loop logs scalars under these names; the summary, the learning-curve figure and the
+Table-1 ablation look them up here. Accuracy/success metrics are fractions in [0, 1].
+"""
+
+from __future__ import annotations
+
+EVAL_ID_SUCCESS = "eval/in_distribution_success"
+EVAL_OOD_SUCCESS = "eval/out_of_distribution_success"
+EVAL_RM_PROCESS_ACCURACY = "eval/rm_process_accuracy"
+EVAL_RM_OUTCOME_ACCURACY = "eval/rm_outcome_accuracy"
+ENV_ACCEPTED_TOTAL = "env/accepted_total"
+TRAIN_ROLLOUT_ACCURACY = "train/rollout_accuracy"
+
+TRAIN_PREFIX = "train/"
+
+# Keys summarised first (in this order) by `write_summary`; train/* keys follow, sorted.
+SUMMARY_KEYS = (EVAL_ID_SUCCESS, EVAL_OOD_SUCCESS, EVAL_RM_PROCESS_ACCURACY,
+                EVAL_RM_OUTCOME_ACCURACY, ENV_ACCEPTED_TOTAL)
+
+# (column title, key) of the paper's Table 1.
+TABLE1_COLUMNS = (
+    ("Policy in-distribution", EVAL_ID_SUCCESS),
+    ("Policy OOD", EVAL_OOD_SUCCESS),
+    ("RM process", EVAL_RM_PROCESS_ACCURACY),
+    ("RM outcome", EVAL_RM_OUTCOME_ACCURACY),
+)
+
+# Keys shown on the one-line terminal progress display by default.
+DEFAULT_DISPLAY_KEYS = (TRAIN_ROLLOUT_ACCURACY, "train/policy_loss", "train/rm_loss",
+                        EVAL_ID_SUCCESS, EVAL_OOD_SUCCESS, ENV_ACCEPTED_TOTAL)
+
+
+def is_loss_key(key: str) -> bool:
+    """True for keys where smaller is better (their name contains "loss")."""
+    return "loss" in key.rsplit("/", 1)[-1]
