@@ -1,0 +1,238 @@
+"""Partitioned PPO-clip training of a Qwen model on (prompt, response) samples.
+
+One `Learner` owns a model's parameters and AdamW state, placed on a device
+mesh with the training rules (fsdp x tensor). `Learner.update` runs one
+optimizer step over a mini-batch with exact micro-batch accumulation: the
+jitted step scans over micro-batches, sums the loss numerators and
+denominators returned by `ppo_clip_kl_loss`, and divides once, so the
+gradient equals the one-big-batch gradient. Log-probs are computed in
+sequence chunks (`token_logprobs`), so no [B, T, V] tensor is built.
+
+The same learner trains the policy and the reward model (the paper trains
+both with the same loss).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from rla_jax import sharding as shd
+from rla_jax.models.logprobs import token_logprobs
+from rla_jax.models.qwen import Qwen
+from rla_jax.rl.losses import ppo_clip_kl_loss
+from rla_jax.sampling.buckets import pick_bucket, power_of_two_buckets
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimConfig:
+  learning_rate: float = 1e-6
+  b1: float = 0.9
+  b2: float = 0.999
+  eps: float = 1e-8
+  weight_decay: float = 0.0
+  grad_clip: float = 1.0
+  clip_eps: float = 0.2
+  kl_beta: float = 0.01
+  micro_batch_size: int = 4
+  logprob_chunk: int = 128
+  max_seq_len: int = 4096
+
+
+@dataclasses.dataclass
+class Sample:
+  """One training sample: a prompt, the sampled response and its signal.
+
+  old_logprobs: [len(response)] behaviour log-probs of the response tokens;
+  advantage: the scalar broadcast to every response token.
+  """
+  prompt: Sequence[int]
+  response: Sequence[int]
+  old_logprobs: np.ndarray
+  advantage: float
+
+
+def pack_samples(samples: Sequence[Sample], seq_len: int, num_rows: int,
+                 pad_id: int = 0) -> dict[str, np.ndarray]:
+  """Right-pads samples into [num_rows, seq_len] arrays.
+
+  tokens = prompt + response; mask marks real tokens; response_mask marks
+  response tokens; old_logprobs is aligned with tokens (entry t is the
+  log-prob of token t); rows beyond len(samples) are empty (mask 0, so they
+  add nothing to the loss or its denominator).
+  """
+  tokens = np.full((num_rows, seq_len), pad_id, np.int32)
+  mask = np.zeros((num_rows, seq_len), np.int32)
+  resp = np.zeros((num_rows, seq_len), np.int32)
+  old = np.zeros((num_rows, seq_len), np.float32)
+  adv = np.zeros((num_rows,), np.float32)
+  for i, s in enumerate(samples):
+    p, r = list(s.prompt), list(s.response)
+    n = len(p) + len(r)
+    if n > seq_len:
+      raise ValueError(f"sample {i} has {n} tokens > seq_len {seq_len}")
+    if len(s.old_logprobs) != len(r):
+      raise ValueError(f"sample {i}: {len(s.old_logprobs)} old log-probs "
+                       f"for {len(r)} response tokens")
+    tokens[i, :n] = p + r
+    mask[i, :n] = 1
+    resp[i, len(p):n] = 1
+    old[i, len(p):n] = s.old_logprobs
+    adv[i] = s.advantage
+  return {"tokens": tokens, "mask": mask, "response_mask": resp,
+          "old_logprobs": old, "advantages": adv}
+
+
+def _loss_terms(graphdef, state, batch, clip_eps, kl_beta, chunk):
+  """(loss_sum, (denom, metrics)) of one micro-batch ([b, T] arrays)."""
+  model = nnx.merge(graphdef, state)
+  hidden, _ = model.hidden_states(batch["tokens"], batch["mask"])
+  lp = token_logprobs(hidden[:, :-1], model.lm_head_matrix(),
+                      batch["tokens"][:, 1:], chunk_size=chunk,
+                      dtype=model.dtype)
+  lp = jnp.pad(lp, ((0, 0), (1, 0)))
+  loss_sum, denom, metrics = ppo_clip_kl_loss(
+      lp, batch["old_logprobs"], batch["advantages"], batch["response_mask"],
+      clip_eps=clip_eps, kl_beta=kl_beta)
+  return loss_sum, (denom, metrics)
+
+
+def _train_step(graphdef, tx, clip_eps, kl_beta, chunk, state, opt_state,
+                batches):
+  """One optimizer step over micro-batches batches[m] ([M, b, T] arrays)."""
+  grad_fn = jax.value_and_grad(
+      functools.partial(_loss_terms, graphdef, clip_eps=clip_eps,
+                        kl_beta=kl_beta, chunk=chunk), has_aux=True)
+
+  def accumulate(carry, mb):
+    grads, loss, denom, metrics = carry
+    (l, (d, m)), g = grad_fn(state, mb)
+    grads = jax.tree.map(jnp.add, grads, g)
+    metrics = jax.tree.map(jnp.add, metrics, m)
+    return (grads, loss + l, denom + d, metrics), (d, m["ratio"])
+
+  zeros = jax.tree.map(jnp.zeros_like, state)
+  first = jax.tree.map(lambda x: x[0], batches)
+  metric_zeros = jax.tree.map(
+      jnp.zeros_like, jax.eval_shape(lambda: grad_fn(state, first)[0][1][1]))
+  (grads, loss, denom, metrics), (mb_denom, mb_ratio) = jax.lax.scan(
+      accumulate, (zeros, 0.0, 0.0, metric_zeros), batches)
+  scale = 1.0 / jnp.maximum(denom, 1.0)
+  grads = jax.tree.map(lambda g: g * scale, grads)
+  grad_norm = optax.global_norm(grads)
+  updates, opt_state = tx.update(grads, opt_state, state)
+  state = optax.apply_updates(state, updates)
+  out = {"loss": loss * scale, "num_samples": denom, "grad_norm": grad_norm,
+         # mean PPO ratio of the first micro-batch: 1 when the behaviour
+         # log-probs equal the trainer's (on-policy, before any update).
+         "first_microbatch_ratio": mb_ratio[0] / jnp.maximum(mb_denom[0], 1)}
+  out.update({k: v * scale for k, v in metrics.items()})
+  return state, opt_state, out
+
+
+class Learner:
+  """Parameters + optimizer of one model, and its jitted update."""
+
+  def __init__(self, model: Qwen, cfg: OptimConfig, *,
+               mesh: Mesh | None = None, rules=shd.TRAIN_RULES,
+               pad_id: int = 0):
+    self.cfg = cfg
+    self.pad_id = pad_id
+    self.mesh = mesh or shd.make_mesh(1, 1, 1, devices=jax.devices()[:1])
+    self.rules = rules
+    model = shd.shard_module(model, self.mesh, rules)
+    self.graphdef, self.state = nnx.split(model)
+    self.tx = optax.chain(
+        optax.clip_by_global_norm(cfg.grad_clip),
+        optax.adamw(cfg.learning_rate, b1=cfg.b1, b2=cfg.b2, eps=cfg.eps,
+                    weight_decay=cfg.weight_decay))
+    state_sh = jax.tree.map(lambda x: x.sharding, self.state)
+    self.reset_optimizer()
+    opt_sh = jax.tree.map(lambda x: x.sharding, self.opt_state)
+    self._batch_axis = dict(rules).get("batch")
+    self._step = jax.jit(
+        functools.partial(_train_step, self.graphdef, self.tx, cfg.clip_eps,
+                          cfg.kl_beta, cfg.logprob_chunk),
+        donate_argnums=(0, 1), out_shardings=(state_sh, opt_sh, None))
+    self.seq_buckets = power_of_two_buckets(32, cfg.max_seq_len)
+
+  # ------------------------------------------------------------ models
+  def model(self) -> Qwen:
+    """The current model (shares this learner's parameter arrays)."""
+    return nnx.merge(self.graphdef, self.state)
+
+  def reset_optimizer(self) -> None:
+    """Fresh AdamW state (committed to its devices, so the jitted step sees
+    the same input placement on every call and never recompiles)."""
+    opt_state = jax.jit(self.tx.init)(self.state)
+    self.opt_state = jax.tree.map(lambda x: jax.device_put(x, x.sharding),
+                                  opt_state)
+
+  # ------------------------------------------------------------ update
+  def _micro_rows(self) -> int:
+    b = self.cfg.micro_batch_size
+    axes = (self._batch_axis,) if isinstance(self._batch_axis, str) else (
+        self._batch_axis or ())
+    div = math.prod(self.mesh.shape[a] for a in axes)
+    return -(-b // div) * div
+
+  def update(self, samples: Sequence[Sample]) -> dict[str, float]:
+    """One optimizer step on `samples` (accumulated over micro-batches)."""
+    if not samples:
+      raise ValueError("update() needs at least one sample")
+    longest = max(len(s.prompt) + len(s.response) for s in samples)
+    T = pick_bucket(longest, self.seq_buckets, "sample length")
+    b = self._micro_rows()
+    M = pick_bucket(-(-len(samples) // b), power_of_two_buckets(1, 1 << 16),
+                    "micro-batch count")
+    packed = pack_samples(samples, T, M * b, self.pad_id)
+    sharding = NamedSharding(self.mesh, P(None, self._batch_axis, None))
+    batches = {}
+    for k, v in packed.items():
+      v = v.reshape((M, b) + v.shape[1:])
+      sh = sharding if v.ndim == 3 else NamedSharding(
+          self.mesh, P(None, self._batch_axis))
+      batches[k] = jax.device_put(v, sh)
+    self.state, self.opt_state, out = self._step(self.state, self.opt_state,
+                                                 batches)
+    return {k: float(v) for k, v in jax.device_get(out).items()}
+
+  def train_epoch(self, samples: Sequence[Sample], num_updates: int
+                  ) -> list[dict[str, float]]:
+    """Splits samples (kept in order) into num_updates optimizer steps."""
+    if not samples:
+      return []
+    n = max(1, min(num_updates, len(samples)))
+    size = -(-len(samples) // n)
+    return [self.update(samples[i:i + size])
+            for i in range(0, len(samples), size)]
+
+  # ------------------------------------------------------------ checks
+  def logprobs(self, samples: Sequence[Sample]) -> list[np.ndarray]:
+    """Trainer-side log-probs of each sample's response tokens."""
+    longest = max(len(s.prompt) + len(s.response) for s in samples)
+    T = pick_bucket(longest, self.seq_buckets, "sample length")
+    packed = pack_samples(samples, T, len(samples), self.pad_id)
+    lp = _sequence_lp(self.graphdef, self.state, packed["tokens"],
+                      packed["mask"], self.cfg.logprob_chunk)
+    lp = np.asarray(lp)
+    return [lp[i, len(s.prompt):len(s.prompt) + len(s.response)]
+            for i, s in enumerate(samples)]
+
+
+@functools.partial(jax.jit, static_argnums=(0, 4))
+def _sequence_lp(graphdef, state, tokens, mask, chunk):
+  model = nnx.merge(graphdef, state)
+  hidden, _ = model.hidden_states(tokens, mask)
+  lp = token_logprobs(hidden[:, :-1], model.lm_head_matrix(), tokens[:, 1:],
+                      chunk_size=chunk, dtype=model.dtype)
+  return jnp.pad(lp, ((0, 0), (1, 0)))
