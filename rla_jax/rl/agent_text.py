@@ -1,0 +1,57 @@
+"""Token-level I/O of the three roles, shared by warm start, rollout and eval.
+
+Prompts are rendered with `rla_jax.rl.prompts` and wrapped in the
+tokenizer's chat template (one user turn, generation prompt appended);
+responses are plain text ending at the template's end-of-turn token.
+Keeping this in one module guarantees that supervised warm start and RL see
+byte-identical prompts.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from rla_jax.rl import prompts
+from rla_jax.tokenizer import render_chat
+
+
+def chat_ids(tokenizer, user_text: str) -> list[int]:
+  """Token ids of a one-turn chat prompt ending with the assistant header."""
+  text = render_chat(tokenizer, [{"role": "user", "content": user_text}])
+  return tokenizer.encode(text, add_special_tokens=False)
+
+
+def policy_step_text(observations: Sequence[str], actions: Sequence[str],
+                     admissible: Sequence[str],
+                     history_steps: int | None) -> str:
+  """The policy's user message at one step (see prompts.policy_prompt)."""
+  return prompts.policy_prompt(observations, actions, admissible,
+                               history_steps=history_steps)
+
+
+def policy_response_text(command: str, index: int) -> str:
+  """Reference answer format: a one-line rationale, then the boxed index."""
+  return f"I will {command}. \\boxed{{{index}}}"
+
+
+def judge_step_text(step_prompt: str, step_response: str,
+                    next_observation: str) -> str:
+  return prompts.judge_prompt(step_prompt, step_response, next_observation)
+
+
+def judge_response_text(score: int) -> str:
+  """A judge answer: a short verdict and +1/-1 in a box."""
+  verdict = "good step" if score > 0 else "bad step"
+  return f"This is a {verdict}. \\boxed{{{1 if score > 0 else -1}}}"
+
+
+def end_of_turn_ids(tokenizer) -> list[int]:
+  """Ids that end an assistant turn (stop tokens for sampling)."""
+  ids = []
+  for tok in ("<|im_end|>", "<|endoftext|>"):
+    tid = tokenizer.convert_tokens_to_ids(tok)
+    if isinstance(tid, int) and tid >= 0 and tid != tokenizer.unk_token_id:
+      ids.append(tid)
+  if not ids:
+    raise ValueError("tokenizer has no <|im_end|> / <|endoftext|> token")
+  return ids
