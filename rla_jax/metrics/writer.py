@@ -195,7 +195,7 @@ class MetricsWriter:
             os.makedirs(self.tensorboard_dir, exist_ok=True)
             n = sum(1 for name in os.listdir(self.tensorboard_dir) if "tfevents" in name)
             self._events = EventsWriter(os.path.join(self.tensorboard_dir, "events"),
-                                        filename_suffix=f".{os.getpid()}.{n}")
+                                        filename_suffix=f".{n:04d}.{os.getpid()}")
             if self._purge_step is not None:
                 self._events.write_event(event_pb2.Event(
                     wall_time=now, step=self._purge_step,
