@@ -42,16 +42,15 @@ def read_event_file(path: str) -> list:
     with open(path, "rb") as f:
         data = f.read()
     events, pos = [], 0
-    while pos < len(data):
-        header = data[pos:pos + 8]
+    while pos < len(data):  # record: u64 length, u32 crc(length), data, u32 crc(data)
+        header, payload_at = data[pos:pos + 8], pos + 12
         (length,) = struct.unpack("<Q", header)
-        (header_crc,) = struct.unpack("<I", data[pos + 8:pos + 12])
-        assert header_crc == _masked_crc(header), f"{path}: bad length crc at {pos}"
-        payload = data[pos + 12:pos + 12 + length]
-        (payload_crc,) = struct.unpack("<I", data[pos + 12 + length:pos + 16 + length])
-        assert payload_crc == _masked_crc(payload), f"{path}: bad data crc at {pos}"
+        payload = data[payload_at:payload_at + length]
+        crcs = struct.unpack("<I", data[pos + 8:payload_at]) + struct.unpack(
+            "<I", data[payload_at + length:payload_at + length + 4])
+        assert crcs == (_masked_crc(header), _masked_crc(payload)), f"{path}: bad crc"
         events.append(event_pb2.Event.FromString(payload))
-        pos += 16 + length
+        pos = payload_at + length + 4
     assert pos == len(data)
     return events
 
@@ -155,7 +154,7 @@ def test_truncate_after_reports_drops_and_reopen_requires_it(tmp_path):
     assert [e["step"] for e in MetricsWriter.read_history(str(tmp_path))] == [0, 1, 2]
 
 
-def test_torn_last_line_is_dropped_and_repaired(tmp_path):
+def test_torn_last_line_is_dropped_and_repaired_corrupt_middle_line_raises(tmp_path):
     _write_steps(str(tmp_path), range(2), FakeClock())
     path = tmp_path / "metrics.jsonl"
     with open(path, "a") as f:
@@ -163,10 +162,7 @@ def test_torn_last_line_is_dropped_and_repaired(tmp_path):
     assert [e["step"] for e in MetricsWriter.read_history(str(tmp_path))] == [0, 1]
     _write_steps(str(tmp_path), [2], FakeClock())
     assert [json.loads(x)["step"] for x in path.read_text().splitlines()] == [0, 1, 2]
-
-
-def test_corrupt_middle_line_raises_with_file_and_line(tmp_path):
-    (tmp_path / "metrics.jsonl").write_text('{"step": 0}\nnot json\n{"step": 2}\n')
+    path.write_text('{"step": 0}\nnot json\n{"step": 2}\n')
     with pytest.raises(ValueError, match=r"metrics.jsonl:2"):
         MetricsWriter.read_history(str(tmp_path))
 
@@ -295,16 +291,13 @@ def test_mean_and_sample_std_by_hand():
 
 
 def test_ablation_table_values(tmp_path):
-    def seed(i, o, p, r):
-        return {"eval/in_distribution_success": i, "eval/out_of_distribution_success": o,
-                "eval/rm_process_accuracy": p, "eval/rm_outcome_accuracy": r}
-    results = {
-        "Before": [seed(0.39, 0.449, 0.47, 0.596)],
-        "Policy": [seed(0.5, 0.1, 0.47, 0.596), seed(0.6, 0.2, 0.47, 0.596),
-                   seed(0.7, 0.6, 0.47, 0.596)],
-        "+Env": [{"eval/in_distribution_success": 0.6, "eval/out_of_distribution_success": 0.64},
-                 {"eval/in_distribution_success": 0.6, "eval/out_of_distribution_success": 0.62}],
-    }
+    cols = ("eval/in_distribution_success", "eval/out_of_distribution_success",
+            "eval/rm_process_accuracy", "eval/rm_outcome_accuracy")
+    seed = lambda *values: dict(zip(cols, values))  # noqa: E731
+    results = {"Before": [seed(0.39, 0.449, 0.47, 0.596)],
+               "Policy": [seed(0.5, 0.1, 0.47, 0.596), seed(0.6, 0.2, 0.47, 0.596),
+                          seed(0.7, 0.6, 0.47, 0.596)],
+               "+Env": [seed(0.6, 0.64), seed(0.6, 0.62)]}
     out = tmp_path / "table1.md"
     text = write_ablation_table(results, str(out))
     assert out.read_text() == text
