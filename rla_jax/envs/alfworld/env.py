@@ -33,6 +33,9 @@ class BatchedEnv:
         self._won: list[bool] = []
         self._steps: list[int] = []
 
+    def _start_reset(self) -> None:
+        """Hook called once per reset before the rows are reset."""
+
     def _reset_row(self, i: int, game: Game) -> tuple[str, list[str], bool]:
         raise NotImplementedError
 
@@ -41,7 +44,7 @@ class BatchedEnv:
 
     def _infos(self) -> dict:
         return {"admissible_commands": [list(a) for a in self._adm], "won": list(self._won),
-                "extra.gamefile": [f"{g.folder_name}/trial_T{g.game_id}" for g in self.games],
+                "extra.gamefile": list(self._gamefiles),
                 "steps": list(self._steps)}
 
     @property
@@ -56,6 +59,8 @@ class BatchedEnv:
             if not isinstance(g, Game):
                 raise TypeError(f"reset expects Game objects, got {type(g).__name__}")
         self.games = games
+        self._gamefiles = [f"{g.folder_name}/trial_T{g.game_id}" for g in games]
+        self._start_reset()
         rows = [self._reset_row(i, g) for i, g in enumerate(games)]
         self._obs = [r[0] for r in rows]
         self._adm = [r[1] for r in rows]

@@ -8,6 +8,7 @@ strings, hence hashable, picklable and JSON-serialisable (``to_dict`` / ``from_d
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from typing import Any
@@ -61,7 +62,7 @@ class Game:
         if len({i.lower() for i in ids}) != len(ids):
             raise ValueError("Game has duplicate object/receptacle ids (ids are case-insensitive)")
 
-    @property
+    @functools.cached_property
     def game_id(self) -> str:
         """Stable 16-hex-digit content hash (independent of dict order / PYTHONHASHSEED)."""
         blob = json.dumps(self.to_dict(include_id=False), sort_keys=True, separators=(",", ":"))

@@ -9,11 +9,12 @@ from rla_jax.envs.alfworld.game import Game
 class NativeBatchedEnv(BatchedEnv):
     backend = "native"
 
+    def _start_reset(self) -> None:
+        self._rows = []
+
     def _reset_row(self, i: int, game: Game):
         cg = compiled(game)
         st = cg.initial_state()
-        if i == 0:
-            self._rows = []
         self._rows.append((cg, st))
         return cg.intro(st), cg.admissible_commands(st), cg.goal_satisfied(st)
 
