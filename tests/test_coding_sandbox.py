@@ -133,14 +133,15 @@ DEEP_RECURSION = _prog("""
 """)
 
 
-def _accept_once(server, received):
-    server.settimeout(3 * TIME_LIMIT + 5)
-    try:
-        conn, _ = server.accept()
+def _accept_until(server, received, stop):
+    server.settimeout(0.1)
+    while not stop.is_set():
+        try:
+            conn, _ = server.accept()
+        except OSError:
+            continue
         received.append(conn.recv(16))
         conn.close()
-    except OSError:
-        pass
 
 
 def _hostile_suite(ex, tmp_path, monkeypatch):
@@ -153,8 +154,11 @@ def _hostile_suite(ex, tmp_path, monkeypatch):
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.bind(("127.0.0.1", 0))
     server.listen(1)
-    received = []
-    thread = threading.Thread(target=_accept_once, args=(server, received))
+    sanity = socket.create_connection(server.getsockname(), timeout=2)  # the server is reachable from here
+    server.accept()[0].close()
+    sanity.close()
+    received, stop = [], threading.Event()
+    thread = threading.Thread(target=_accept_until, args=(server, received, stop))
     thread.start()
     cases = {
         "infinite_loop": ("while True:\n    pass\n", ""),
@@ -173,8 +177,9 @@ def _hostile_suite(ex, tmp_path, monkeypatch):
     }
     names = list(cases)
     outcomes = ex.execute([cases[n] for n in names], TIME_LIMIT)
-    server.close()
+    stop.set()
     thread.join()
+    server.close()
     return dict(zip(names, outcomes)), outside, victim, received, world_writable_probe
 
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import fcntl
-import json
+import ast
+import marshal
 import math
 import os
 import shutil
@@ -276,9 +277,9 @@ class SandboxExecutor:
                               "memory_bytes": lim.memory_bytes, "output_bytes": lim.output_bytes,
                               "max_open_files": lim.max_open_files, "max_processes": lim.max_processes,
                               "stack_bytes": lim.stack_bytes}}
-            cfg_path = os.path.join(run_dir, "config.json")
-            with open(cfg_path, "w") as f:
-                json.dump(cfg, f)
+            cfg_path = os.path.join(run_dir, "config.marshal")
+            with open(cfg_path, "wb") as f:
+                marshal.dump(cfg, f)
             with open(os.path.join(run_dir, "launcher_stderr"), "wb") as err_file:
                 proc = subprocess.Popen([sys.executable, "-I", "-S", "-B", LAUNCHER_PATH, cfg_path], cwd=run_dir,
                                         env=self._launcher_env(workdir), stdin=subprocess.DEVNULL,
@@ -306,14 +307,14 @@ class SandboxExecutor:
         try:
             with open(cfg["status_path"]) as f:
                 for line in f:
-                    rec = json.loads(line)
+                    rec = ast.literal_eval(line)
                     if "isolation" in rec:
                         self.last_isolation = rec["isolation"]
                     elif "fatal" in rec:
                         fatal = rec["fatal"]
                     else:
                         records[rec["i"]] = rec
-        except (OSError, ValueError):
+        except (OSError, ValueError, SyntaxError):
             pass
         cap = self.limits.output_bytes
         out = []

@@ -1,6 +1,6 @@
 """Sandbox launcher: runs ONE untrusted program on a list of stdin files.
 
-Started by ``sandbox.SandboxExecutor`` as ``python -I -S -B sandbox_launcher.py CONFIG.json``
+Started by ``sandbox.SandboxExecutor`` as ``python -I -S -B sandbox_launcher.py CONFIG.marshal``
 in a fresh process (exec, never a fork of the trainer). It imports nothing from rla_jax
 (it must work with ``-I -S``) and applies every restriction to itself and its children:
 
@@ -24,15 +24,13 @@ in a fresh process (exec, never a fork of the trainer). It imports nothing from 
 """
 
 import ctypes
-import json
+import marshal
 import os
 import resource
 import select
-import shutil
 import signal
 import sys
 import time
-import traceback
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -240,6 +238,7 @@ def _run_child(cfg, src, fds):
             print(e.code, file=sys.stderr)
             code = 1
     except BaseException:
+        import traceback  # lazily: keeps launcher start-up fast (reachable via sys_path / preimport)
         traceback.print_exc()
         code = 1
     try:
@@ -317,12 +316,18 @@ def _clear_workdir(path):
     for name in os.listdir(path):
         full = os.path.join(path, name)
         if os.path.isdir(full) and not os.path.islink(full):
+            import shutil
             shutil.rmtree(full, ignore_errors=True)
         else:
             try:
                 os.unlink(full)
             except OSError:
                 pass
+
+
+def _write_record(fd, record):
+    """One status record per line, as a Python literal (json would cost ~25 ms of imports)."""
+    os.write(fd, (repr(record) + "\n").encode())
 
 
 def _run_tests(cfg, src, test_fds, status_fd, is_ns_init):
@@ -351,12 +356,12 @@ def _run_tests(cfg, src, test_fds, status_fd, is_ns_init):
                "cpu_s": round(ru.ru_utime + ru.ru_stime, 4), "maxrss_kb": ru.ru_maxrss,
                "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
                "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None}
-        os.write(status_fd, (json.dumps(rec) + "\n").encode())
+        _write_record(status_fd, rec)
 
 
 def main(config_path):
-    with open(config_path) as f:
-        cfg = json.load(f)
+    with open(config_path, "rb") as f:
+        cfg = marshal.load(f)
     status_fd = os.open(cfg["status_path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with open(cfg["program_path"], encoding="utf-8", errors="replace") as f:
@@ -380,10 +385,11 @@ def main(config_path):
         # RLIMIT_NPROC is ignored for real root; it holds for a dropped uid and inside a user namespace.
         cfg["enforce_nproc"] = not started_as_root or cfg["drop_to_uid"] is not None
         report["nproc_limit"] = cfg["enforce_nproc"]
-        os.write(status_fd, (json.dumps({"isolation": report}) + "\n").encode())
+        _write_record(status_fd, {"isolation": report})
         _run_tests(cfg, src, test_fds, status_fd, is_ns_init=cfg["namespaced"] and os.getpid() == 1)
     except BaseException as e:
-        os.write(status_fd, (json.dumps({"fatal": "%s\n%s" % (e, traceback.format_exc())}) + "\n").encode())
+        import traceback
+        _write_record(status_fd, {"fatal": "%s\n%s" % (e, traceback.format_exc())})
         os._exit(2)
     os._exit(0)
 
