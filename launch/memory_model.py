@@ -1,0 +1,291 @@
+"""Per-device memory model of the Qwen policy / reward model (analytical).
+
+Everything shape-related comes from the real code: parameter shapes and
+logical axes from `nnx.eval_shape(Qwen(cfg))` (nothing is allocated), shard
+shapes from `rla_jax.sharding.logical_to_spec` applied to those true shapes
+on a mesh of the slice's size. Activation and transient terms are analytical
+estimates of what `rla_jax.models.qwen` materialises (its attention is plain
+einsum attention, so the [B, N, T, S] scores are real). They are checked
+against XLA's compiled `memory_analysis()` on a small config by
+`launch/memory_plan_compiled.py`; for 7B/8B the numbers are analytical only.
+
+Precision plan (stated, used throughout): fp32 master parameters, fp32 AdamW
+mu and nu, fp32 gradients (an accumulator and one micro-batch's), bf16
+compute; the sampler holds a bf16, tensor-parallel-only copy of the weights
+and a bf16 KV cache. fp32 masters are required: with the paper's lr 1e-6 an
+Adam update (~lr) is ~5e-5 of a typical weight (~0.02), far below bf16's
+relative resolution (2^-8 = 3.9e-3), so bf16-only weights would not move.
+
+The plan built on this model is `launch/memory_plan.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import types
+
+from flax import nnx
+
+from rla_jax import sharding as shd
+from rla_jax.models.config import QwenConfig
+from rla_jax.models.kv_cache import cache_logical_axes
+from rla_jax.models.qwen import Qwen
+
+GiB = 2 ** 30
+F32, BF16 = 4, 2
+USABLE_HBM_FRACTION = 0.90  # XLA/runtime reserve and fragmentation headroom
+TRAIN_MFU = 0.40            # model-FLOP utilisation for training and prefill
+DECODE_BW_UTIL = 0.70       # achieved / peak HBM bandwidth for decode
+# Bytes live per attention score (the einsum attention materialises them).
+# Calibrated against XLA GPU compiled memory of Qwen2.5-7B on one H200
+# (docs/MEMORY_PLAN_compiled_h200.jsonl): prefill measured ~6.2 B/score;
+# train (remat full) ~4 B/score, we keep 6 B (f32 scores + bf16 probs) as a
+# conservative bound.
+SCORE_BYTES_TRAIN = 6
+SCORE_BYTES_PREFILL = 6
+
+
+@dataclasses.dataclass(frozen=True)
+class Accelerator:
+  """One chip kind: capacity, peak dense bf16 FLOP/s and HBM bandwidth."""
+  name: str
+  hbm_bytes: float
+  bf16_flops: float
+  hbm_bytes_per_s: float
+  slice_chips: tuple[int, ...]  # slice sizes one can rent, in chips
+  slice_name: str               # format of the slice name, {n} = chips
+  source: str
+
+
+ACCELERATORS = (
+    Accelerator("TPU v5e", 16 * GiB, 197e12, 819e9,
+                (1, 4, 8, 16, 32, 64, 128, 256), "v5litepod-{n}",
+                "cloud.google.com/tpu/docs/v5e: 16 GiB HBM2, 197 TF/s bf16, "
+                "819 GB/s"),
+    Accelerator("TPU v5p", 95 * GiB, 459e12, 2765e9,
+                (4, 8, 16, 32, 64, 128, 256), "v5p-{n2}",
+                "cloud.google.com/tpu/docs/v5p: 95 GiB HBM2e, 459 TF/s bf16, "
+                "2765 GB/s; slice name counts TensorCores (2 per chip)"),
+    Accelerator("TPU v6e", 32 * GiB, 918e12, 1640e9,
+                (1, 4, 8, 16, 32, 64, 128, 256), "v6e-{n}",
+                "cloud.google.com/tpu/docs/v6e: 32 GiB HBM, 918 TF/s bf16, "
+                "1640 GB/s"),
+    Accelerator("H100 80GB SXM", 81559 * 2**20, 989e12, 3.35e12,
+                (1, 2, 4, 8, 16, 32, 64), "{nodes}x8 H100",
+                "NVIDIA H100 SXM datasheet: 80 GB HBM3 (nvidia-smi: 81559 "
+                "MiB), 989 TF/s dense bf16 (1979 sparse), 3.35 TB/s"),
+    Accelerator("H200 141GB SXM", 143771 * 2**20, 989e12, 4.8e12,
+                (1, 2, 4, 8, 16, 32, 64), "{nodes}x8 H200",
+                "NVIDIA H200 datasheet: 141 GB HBM3e, 989 TF/s dense bf16, "
+                "4.8 TB/s (nvidia-smi shows 143771 MiB)"),
+)
+
+
+def slice_label(acc: Accelerator, chips: int) -> str:
+  if "{nodes}" in acc.slice_name:
+    return (f"{chips}x {acc.name.split()[0]}" if chips < 8 else
+            acc.slice_name.format(nodes=chips // 8))
+  return acc.slice_name.format(n=chips, n2=2 * chips)
+
+
+PRESETS = {
+    "qwen2.5-7b-instruct": QwenConfig(
+        model_type="qwen2", vocab_size=152064, hidden_size=3584,
+        intermediate_size=18944, num_layers=28, num_heads=28, num_kv_heads=4,
+        head_dim=128, tie_word_embeddings=False),
+    "qwen3-8b": QwenConfig(
+        model_type="qwen3", vocab_size=151936, hidden_size=4096,
+        intermediate_size=12288, num_layers=36, num_heads=32, num_kv_heads=8,
+        head_dim=128, tie_word_embeddings=False),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+  """One RL step of the AlfWorld paper setting (reference section 3.3).
+
+  Token counts are the configured caps (upper bounds): every prompt at its
+  max length, every response at its max generation length.
+  """
+  tasks: int = 16
+  rollouts: int = 8
+  turns: int = 20               # mean interaction steps per trajectory
+  policy_prompt: int = 2048
+  policy_gen: int = 2048
+  rm_prompt: int = 2048
+  rm_gen: int = 4096
+  judgements: int = 3           # m RM samples per (trajectory, step)
+  micro_batch_per_device: int = 1
+  remat: str = "full"
+  logprob_chunk: int = 128
+  # rows per device per prefill call; None = the whole batch at once (what
+  # rla_jax.sampling.Sampler does today).
+  prefill_rows_per_device: int | None = None
+
+  @property
+  def trajectories(self) -> int:
+    return self.tasks * self.rollouts
+
+  @property
+  def rm_rows(self) -> int:  # concurrent RM rows: one step of every traj x m
+    return self.trajectories * self.judgements
+
+
+def fake_mesh(data: int, fsdp: int, tensor: int):
+  """An object with `.shape` only: all `logical_to_spec` reads."""
+  return types.SimpleNamespace(
+      shape={"data": data, "fsdp": fsdp, "tensor": tensor})
+
+
+# ------------------------------------------------------------ parameters
+@functools.lru_cache(maxsize=None)
+def abstract_params(cfg: QwenConfig) -> tuple:
+  """((path, shape, logical_axes), ...) from nnx.eval_shape (no allocation)."""
+  model = nnx.eval_shape(lambda: Qwen(cfg, rngs=nnx.Rngs(0)))
+  out = []
+  for path, var in nnx.to_flat_state(nnx.state(model, nnx.Param)):
+    out.append(("/".join(map(str, path)), tuple(var.get_value().shape),
+                tuple(var.logical_axes)))
+  return tuple(out)
+
+
+def param_count(cfg: QwenConfig) -> int:
+  """Sum of parameter sizes of the real model definition."""
+  return int(sum(math.prod(s) for _, s, _ in abstract_params(cfg)))
+
+
+def param_count_formula(cfg: QwenConfig) -> int:
+  """Closed form: V*D*(1 or 2) + D + L*(2D + D(N+2K)H + NHD + 3DF [+ biases
+  (N+2K)H for qwen2] [+ q/k norms 2H for qwen3])."""
+  D, F, H = cfg.hidden_size, cfg.intermediate_size, cfg.head_dim
+  N, K, V, L = cfg.num_heads, cfg.num_kv_heads, cfg.vocab_size, cfg.num_layers
+  per_layer = 2 * D + D * (N + 2 * K) * H + N * H * D + 3 * D * F
+  per_layer += (N + 2 * K) * H if cfg.qkv_bias else 0
+  per_layer += 2 * H if cfg.qk_norm else 0
+  return V * D * (1 if cfg.tie_word_embeddings else 2) + D + L * per_layer
+
+
+def shard_shape(shape, spec, mesh_shape: dict) -> tuple[int, ...]:
+  """Per-device block shape of `shape` under PartitionSpec `spec`."""
+  out = []
+  for i, dim in enumerate(shape):
+    entry = spec[i] if i < len(spec) else None
+    axes = (entry,) if isinstance(entry, str) else tuple(entry or ())
+    div = math.prod(mesh_shape[a] for a in axes)
+    if dim % div:
+      raise ValueError(f"dim {dim} of {shape} not divisible by {axes}")
+    out.append(dim // div)
+  return tuple(out)
+
+
+def per_device_param_elems(cfg: QwenConfig, mesh, rules) -> int:
+  """Elements of every parameter's shard held by one device."""
+  total = 0
+  for _, shape, axes in abstract_params(cfg):
+    spec = shd.logical_to_spec(axes, shape, mesh, rules)
+    total += math.prod(shard_shape(shape, spec, mesh.shape))
+  return total
+
+
+def per_device_param_bytes(cfg, mesh, rules, itemsize: int) -> int:
+  return per_device_param_elems(cfg, mesh, rules) * itemsize
+
+
+def kv_cache_bytes_per_device(cfg: QwenConfig, rows: int, slots: int, mesh,
+                              rules=shd.SAMPLE_RULES, itemsize=BF16) -> int:
+  """k and v [L, B, K, S, H] (bf16) + valid [B, S] bool, per device."""
+  axes = cache_logical_axes()
+  kv_shape = (cfg.num_layers, rows, cfg.num_kv_heads, slots, cfg.head_dim)
+  kv = math.prod(shard_shape(
+      kv_shape, shd.logical_to_spec(axes.k, kv_shape, mesh, rules),
+      mesh.shape))
+  valid = math.prod(shard_shape(
+      (rows, slots), shd.logical_to_spec(axes.valid, (rows, slots), mesh,
+                                         rules), mesh.shape))
+  return 2 * kv * itemsize + valid
+
+
+# ----------------------------------------------------------- activations
+def _local(dim: int, size: int) -> int:
+  """`dim` split over a mesh axis of `size` when it divides (rule semantics)."""
+  return dim // size if dim % size == 0 else dim
+
+
+def train_activation_bytes(cfg: QwenConfig, b: int, T: int, tensor: int,
+                           remat: str, chunk: int = 128) -> dict[str, int]:
+  """Activation bytes on one device for a micro-batch of b sequences of T.
+
+  saved: what the layer scan keeps for the backward pass (L copies):
+    full -> the bf16 carry x [b, T, D];
+    dots -> carry + projection outputs q,k,v [b,T,(N+2K)H], gate/up
+            [b,T,F], attn-out and down-out [b,T,D] (dots without batch dims);
+    none -> dots + the fp32 scores and bf16 probs [b,N,T,T] + f32 norms.
+  layer: the working set of one layer's recomputed forward + backward:
+    SCORE_BYTES_TRAIN per attention score [b,N,T,T], 12 B per MLP element
+    [b,T,F] (3 bf16 tensors and their grads), 24 B per residual element
+    [b,T,D] (f32 norm temporaries).
+  head: chunked log-probs, 3 f32 [b, C, V] buffers + 2 f32 [b, T, D].
+  """
+  D, F, H, L = (cfg.hidden_size, cfg.intermediate_size, cfg.head_dim,
+                cfg.num_layers)
+  N, K = _local(cfg.num_heads, tensor), _local(cfg.num_kv_heads, tensor)
+  Fl, V = _local(F, tensor), _local(cfg.vocab_size, tensor)
+  carry = b * T * D * BF16
+  proj = b * T * ((N + 2 * K) * H + 2 * Fl + 2 * D) * BF16
+  scores = b * N * T * T
+  saved = {"full": carry, "dots": carry + proj,
+           "none": carry + proj + scores * (F32 + BF16) + 2 * b * T * D * F32}
+  if remat not in saved:
+    raise ValueError(f"remat must be one of {sorted(saved)}, got {remat!r}")
+  layer = scores * SCORE_BYTES_TRAIN + b * T * Fl * 12 + b * T * D * 24
+  head = 3 * b * min(chunk, T) * V * F32 + 2 * b * T * D * F32
+  return {"saved": L * saved[remat], "layer": layer, "head": head}
+
+
+def train_phase_bytes(cfg: QwenConfig, mesh, T: int, wl: Workload
+                      ) -> dict[str, int]:
+  """Per-device bytes while training one model (TRAIN_RULES mesh)."""
+  p = per_device_param_elems(cfg, mesh, shd.TRAIN_RULES)
+  tensor = mesh.shape["tensor"]
+  layer_params = (param_count(cfg) - 2 * cfg.vocab_size * cfg.hidden_size
+                  ) // cfg.num_layers
+  act = train_activation_bytes(cfg, wl.micro_batch_per_device, T, tensor,
+                               wl.remat, wl.logprob_chunk)
+  return {
+      "params_f32": p * F32,
+      "adam_mu_nu_f32": 2 * p * F32,
+      "grads_f32_accum+micro": 2 * p * F32,
+      # fsdp all-gathers one layer's bf16 weights (x2: prefetch / backward)
+      # and the [D, V] unembedding for the log-prob head.
+      "gathered_bf16_weights": (2 * layer_params // tensor + _local(
+          cfg.vocab_size, tensor) * cfg.hidden_size) * BF16,
+      "activations": act["saved"] + act["layer"] + act["head"],
+  }
+
+
+def sample_phase_bytes(cfg: QwenConfig, mesh, rows: int, prompt: int,
+                       gen: int, prefill_rows: int | None = None
+                       ) -> dict[str, int]:
+  """Per-device bytes while sampling (SAMPLE_RULES: weights TP-only).
+
+  prefill transient: one layer of full-batch prefill, SCORE_BYTES_PREFILL
+  per score [rows, N, P, S] (f32 scores + bf16 probs) + 6 B per MLP
+  element [rows, P, F] + last-position f32 logits [rows, V].
+  """
+  slots = prompt + gen
+  dp = mesh.shape["data"] * mesh.shape["fsdp"]
+  tensor = mesh.shape["tensor"]
+  r = -(-rows // dp)
+  rp = r if prefill_rows is None else min(r, prefill_rows)
+  N, Fl = _local(cfg.num_heads, tensor), _local(cfg.intermediate_size, tensor)
+  prefill = (rp * N * prompt * slots * SCORE_BYTES_PREFILL
+             + rp * prompt * Fl * 6 + rp * cfg.vocab_size * F32
+             + rp * prompt * slots)
+  return {
+      "weights_bf16": per_device_param_bytes(cfg, mesh, shd.SAMPLE_RULES,
+                                             BF16),
+      "kv_cache_bf16": kv_cache_bytes_per_device(cfg, dp * r, slots, mesh),
+      "prefill_transient": prefill,
+  }

@@ -1,0 +1,107 @@
+"""Memory plan: parameter counts, shard arithmetic vs real shards, scripts."""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from launch import memory_model as mm  # noqa: E402
+from rla_jax import sharding as shd  # noqa: E402
+
+QWEN25_7B = mm.PRESETS["qwen2.5-7b-instruct"]
+
+
+def test_qwen25_7b_param_count_is_the_published_one():
+  # Published parameter count of Qwen2.5-7B-Instruct (model card / HF
+  # safetensors index): 7,615,616,512.
+  assert mm.param_count(QWEN25_7B) == 7_615_616_512
+  assert mm.param_count_formula(QWEN25_7B) == 7_615_616_512
+
+
+def test_closed_form_equals_model_definition_for_every_preset():
+  for cfg in mm.PRESETS.values():
+    assert mm.param_count_formula(cfg) == mm.param_count(cfg)
+  tied = mm.PRESETS["qwen3-8b"].replace(tie_word_embeddings=True)
+  assert mm.param_count_formula(tied) == mm.param_count(tied)
+
+
+def test_kv_cache_bytes_per_token_by_hand():
+  # 28 layers x 4 kv heads x 128 head_dim x (k, v) x 2 bytes = 57,344 B
+  one = mm.fake_mesh(1, 1, 1)
+  assert mm.kv_cache_bytes_per_device(QWEN25_7B, 1, 1, one) == 57_344 + 1
+  # batch over (data, fsdp) = 8, kv heads over tensor = 4: 1/32 per device
+  m = mm.fake_mesh(2, 4, 4)
+  got = mm.kv_cache_bytes_per_device(QWEN25_7B, 64, 1024, m)
+  assert got == 64 * 1024 * 57_344 // 32 + 64 * 1024 // 8
+
+
+def test_tensor_axis_that_does_not_divide_heads_replicates_attention():
+  c, t = QWEN25_7B, 8  # 28 heads and 4 kv heads do not split over 8
+  D, F, V, L, H = (c.hidden_size, c.intermediate_size, c.vocab_size,
+                   c.num_layers, c.head_dim)
+  N, K = c.num_heads, c.num_kv_heads
+  attn = D * (N + 2 * K) * H + N * H * D + (N + 2 * K) * H  # replicated
+  expected = (2 * V * D // t + D + L * (2 * D + attn + 3 * D * F // t)) * 2
+  got = mm.per_device_param_bytes(c, mm.fake_mesh(1, 1, t), shd.SAMPLE_RULES,
+                                  2)
+  assert got == expected
+
+
+def test_remat_policies_order_and_bad_name():
+  sizes = {r: mm.train_activation_bytes(QWEN25_7B, 1, 4096, 1, r)["saved"]
+           for r in ("none", "dots", "full")}
+  assert sizes["none"] > sizes["dots"] > sizes["full"]
+  assert sizes["full"] == 28 * 4096 * 3584 * 2  # the bf16 carry per layer
+  with pytest.raises(ValueError, match="remat must be one of"):
+    mm.train_activation_bytes(QWEN25_7B, 1, 16, 1, "some")
+
+
+def test_analytical_shards_equal_real_shards_on_8_cpu_devices():
+  """A small model really sharded on 8 forced CPU devices (subprocess):
+  each device's shard bytes equal the analytical per-device bytes, and the
+  compiled train step's arguments are params + AdamW mu/nu + batch (+ the
+  4-byte step counter)."""
+  script = os.path.join(REPO, "launch", "memory_plan_compiled.py")
+  proc = subprocess.run([sys.executable, script, "--devices", "8",
+                         "--mesh", "1,4,2", "--materialize"],
+                        capture_output=True, text=True, timeout=600)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1]
+  r = json.loads(line[len("RESULT "):])
+  assert r["devices"] == 8
+  params = r["params"]
+  assert params["per_device"] == [params["analytical"]] * 8
+  assert params["analytical"] < params["total"] / 4  # really sharded
+  train = r["train"]
+  assert train["compiled"]["argument"] - train["analytical_args"] == 4
+  pf = r["prefill"]
+  weights_kv = (pf["analytical"]["weights_bf16"]
+                + pf["analytical"]["kv_cache_bf16"])
+  assert 0 <= pf["compiled"]["argument"] - weights_kv <= 64 * 1024
+
+
+def test_plan_finds_a_slice_and_times_are_positive():
+  wl = mm.Workload()
+  from launch import memory_plan as mp
+  h100 = [a for a in mm.ACCELERATORS if a.name.startswith("H100")][0]
+  plan = mp.smallest_fitting(QWEN25_7B, QWEN25_7B, h100, wl)
+  assert plan is not None and plan.fits(True)
+  smaller = [c for c in h100.slice_chips if c < plan.chips]
+  for chips in smaller:  # nothing smaller fits
+    assert not mp.best_plan(QWEN25_7B, QWEN25_7B, h100, chips, wl).fits(True)
+  t = mp.step_time(QWEN25_7B, QWEN25_7B, plan, wl)
+  assert all(v > 0 for v in t.values())
+
+
+def test_launch_scripts_are_valid_bash():
+  scripts = glob.glob(os.path.join(REPO, "launch", "*.sh"))
+  assert scripts
+  for s in scripts:
+    proc = subprocess.run(["bash", "-n", s], capture_output=True, text=True)
+    assert proc.returncode == 0, (s, proc.stderr)
