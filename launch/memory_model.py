@@ -102,6 +102,12 @@ PRESETS = {
 }
 
 
+# The small config of the compiled checks (dims divide every mesh axis <= 8).
+SMALL = QwenConfig(model_type="qwen2", vocab_size=1024, hidden_size=256,
+                   intermediate_size=512, num_layers=4, num_heads=8,
+                   num_kv_heads=4, head_dim=32)
+
+
 @dataclasses.dataclass(frozen=True)
 class Workload:
   """One RL step of the AlfWorld paper setting (reference section 3.3).

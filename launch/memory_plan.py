@@ -25,7 +25,7 @@ if _REPO not in sys.path:
 
 from launch.memory_model import (  # noqa: E402
     ACCELERATORS, BF16, DECODE_BW_UTIL, F32, GiB, PRESETS, TRAIN_MFU,
-    USABLE_HBM_FRACTION, Accelerator, Workload, fake_mesh, param_count,
+    SMALL, USABLE_HBM_FRACTION, Accelerator, Workload, fake_mesh, param_count,
     param_count_formula, per_device_param_bytes, sample_phase_bytes,
     slice_label, train_activation_bytes, train_phase_bytes)
 from rla_jax import sharding as shd  # noqa: E402
@@ -204,9 +204,24 @@ def _time_lines(pol, rm, plan, wl) -> list[str]:
   ]
 
 
+def reestimate(r: dict) -> dict:
+  """Recomputes a recorded run's analytical side with the current model."""
+  cfg = SMALL if r["preset"] == "small" else PRESETS[r["preset"]]
+  mesh = fake_mesh(*(r["mesh"][a] for a in shd.MESH_AXES))
+  wl = Workload(remat=r["remat"])
+  est = train_phase_bytes(cfg, mesh, r["seq"], wl)
+  grads = est.pop("grads_f32_accum+micro") // 2
+  r = json.loads(json.dumps(r))
+  r["train"]["analytical_temp"] = (grads + est["gathered_bf16_weights"]
+                                   + est["activations"])
+  r["prefill"]["analytical"] = sample_phase_bytes(
+      cfg, mesh, r["rows"], r["prompt"], r["gen"])
+  return r
+
+
 def _compiled_section(compiled: list[dict], title: str) -> list[str]:
   rows = []
-  for r in compiled:
+  for r in map(reestimate, compiled):
     tr, pf = r["train"], r["prefill"]
     tag = (f"{r['backend']} {r['preset']} mesh {tuple(r['mesh'].values())}"
            f" T={r['seq']} remat={r['remat']}")

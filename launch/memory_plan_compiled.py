@@ -59,14 +59,11 @@ from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
 
 from launch import memory_model as mm  # noqa: E402
 from rla_jax import sharding as shd  # noqa: E402
-from rla_jax.models.config import QwenConfig  # noqa: E402
 from rla_jax.models.kv_cache import cache_logical_axes, init_cache  # noqa
 from rla_jax.models.logprobs import sequence_logprobs  # noqa: E402
 from rla_jax.models.qwen import Qwen  # noqa: E402
 
-SMALL = QwenConfig(model_type="qwen2", vocab_size=1024, hidden_size=256,
-                   intermediate_size=512, num_layers=4, num_heads=8,
-                   num_kv_heads=4, head_dim=32)
+SMALL = mm.SMALL
 
 
 def abstract_state(cfg, mesh, rules, param_dtype, dtype):

@@ -1,0 +1,83 @@
+"""RLAnything on ALFWorld: `--config=configs/alfworld.py[:PRESET]`.
+
+Presets:
+  default  the embedded CPU run: warm-started tiny Qwen3 policy and judge
+           (built on first use, cached), small rooms, rule-based env model.
+  smoke    a seconds-long version of default for tests.
+  paper    the paper's setting: Qwen2.5-7B-Instruct policy and a judge
+           loaded from local HF checkpoint dirs, 16 tasks x 8 rollouts,
+           40 steps, m = 3, lr 1e-6, full-size rooms, LLM env model.
+"""
+
+import ml_collections
+
+from configs import common
+
+PRESETS = ("default", "smoke", "paper")
+
+
+def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
+  preset = arg or "default"
+  if preset not in PRESETS:
+    raise ValueError(f"configs/alfworld.py: unknown preset {preset!r}; "
+                     f"choose one of {PRESETS}")
+  c = common.base("alfworld")
+  c.preset = preset
+  c.total_steps = 12
+  c.warmstart = ml_collections.ConfigDict({
+      "cache_dir": "",  # "" = $RLA_JAX_CACHE or ~/.cache/rla_jax
+      "preset": "default",
+  })
+  c.env = ml_collections.ConfigDict({
+      "backend": "native", "room_size": "small",
+      "num_tasks": 8, "rollouts_per_task": 8,
+      "max_steps": 20, "history_steps": 2,
+  })
+  c.rollout = ml_collections.ConfigDict({
+      "temperature": 1.0, "top_p": 1.0, "greedy": False,
+      "max_prompt_len": 1024, "max_new_tokens": 24,
+  })
+  c.reward = ml_collections.ConfigDict({
+      "m": 3, "lam": 1.0, "use_judge_signal": True, "train_rm": True,
+      "policy_band": (0.125, 0.875), "rm_band": (0.2, 0.8),
+      "judge_sampling": common.sampling(0.8, 0.95),
+      "max_new_tokens": 16, "judge_batch": 96,
+  })
+  c.adaptation = ml_collections.ConfigDict({
+      "enabled": True, "env_model": "rule", "attempts": 8,
+      "low": 0.2, "high": 0.8,
+  })
+  c.optim = ml_collections.ConfigDict({
+      "policy": common.optim(3e-5, updates_per_step=4, micro_batch_size=16),
+      "reward": common.optim(3e-5, updates_per_step=4, micro_batch_size=16),
+  })
+  c.eval = ml_collections.ConfigDict({
+      "every": 4, "at_start": True, "num_games": 40, "num_rm_episodes": 24,
+      "max_steps": 20, "seed": 1234, "temperature": 0.6, "top_p": 1.0,
+      "greedy": False,
+  })
+  if preset == "smoke":
+    c.total_steps = 2
+    c.warmstart.preset = "smoke"
+    c.env.update(num_tasks=2, rollouts_per_task=4, max_steps=4)
+    c.reward.judge_batch = 32
+    c.optim.policy.update(updates_per_step=1, micro_batch_size=8)
+    c.optim.reward.update(updates_per_step=1, micro_batch_size=8)
+    c.eval.update(every=0, num_games=3, num_rm_episodes=2, max_steps=4)
+  elif preset == "paper":
+    c.total_steps = 200
+    c.model.update(dtype="bfloat16", remat="full",
+                   tokenizer_dir="/path/to/Qwen2.5-7B-Instruct",
+                   policy_dir="/path/to/Qwen2.5-7B-Instruct",
+                   reward_dir="/path/to/reward-model")
+    c.env.update(room_size="full", num_tasks=16, rollouts_per_task=8,
+                 max_steps=40, history_steps=-1)
+    c.rollout.update(temperature=0.8, top_p=0.95, max_prompt_len=2048,
+                     max_new_tokens=2000)
+    c.reward.update(max_new_tokens=4000, judge_batch=256)
+    c.adaptation.update(env_model="llm")
+    c.optim.policy.update(learning_rate=1e-6, micro_batch_size=8)
+    c.optim.reward.update(learning_rate=1e-6, micro_batch_size=8)
+    c.eval.update(every=5, num_games=140, num_rm_episodes=134, max_steps=50)
+    c.mesh.update(data=1, fsdp=-1, tensor=1)
+  return c

@@ -1,0 +1,37 @@
+"""Config sections shared by the ALFWorld and coding loops."""
+
+import ml_collections
+
+
+def optim(lr: float, updates_per_step: int, micro_batch_size: int
+          ) -> ml_collections.ConfigDict:
+  return ml_collections.ConfigDict({
+      "learning_rate": lr, "weight_decay": 0.0, "grad_clip": 1.0,
+      "clip_eps": 0.2, "kl_beta": 0.01,
+      "updates_per_step": updates_per_step,
+      "micro_batch_size": micro_batch_size, "logprob_chunk": 128,
+      # The reference re-creates AdamW every RL step; we keep it by default.
+      "reset_optimizer_each_step": False,
+  })
+
+
+def base(name: str) -> ml_collections.ConfigDict:
+  c = ml_collections.ConfigDict()
+  c.name = name
+  c.preset = "default"
+  c.seed = 0
+  c.total_steps = 10
+  c.model = ml_collections.ConfigDict({
+      # Empty dirs = the embedded default (warm-started tiny models).
+      "tokenizer_dir": "", "policy_dir": "", "reward_dir": "",
+      "dtype": "float32", "remat": "none",
+  })
+  c.mesh = ml_collections.ConfigDict({"data": 1, "fsdp": -1, "tensor": 1})
+  c.checkpoint = ml_collections.ConfigDict({"every": 1, "keep": 2})
+  return c
+
+
+def sampling(temperature: float, top_p: float = 1.0, greedy: bool = False
+             ) -> ml_collections.ConfigDict:
+  return ml_collections.ConfigDict({"temperature": temperature,
+                                    "top_p": top_p, "greedy": greedy})

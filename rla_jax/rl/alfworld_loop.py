@@ -1,0 +1,218 @@
+"""The RLAnything closed loop on ALFWorld.
+
+One RL step (all randomness derived from (seed, step)):
+  1. Roll out every active task and every pending candidate N times with
+     the policy (one sampler call per turn for all agents).
+  2. Sample m judgements of every step with the reward model.
+  3. Resolve candidates: accepted ones replace their parent task and their
+     rollouts train this step; rejected ones are dropped (acceptance rule).
+  4. Build policy samples (integrated reward, step-index standardisation,
+     accuracy band) and reward-model samples (consistency feedback).
+  5. Update the policy and the reward model (partitioned PPO-clip steps).
+  6. Propose harder/easier variants for tasks outside the band, from critic
+     feedback, with the configured environment model.
+  7. Evaluate every `eval.every` steps; log; checkpoint.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from rla_jax.envs.alfworld import generate_split
+from rla_jax.rl import evaluation
+from rla_jax.rl.adaptation import TaskPool
+from rla_jax.rl.alfworld_rollout import (SamplingParams, _seed,
+                                         judge_episodes, rollout_episodes)
+from rla_jax.rl.env_model import LLMEnvModel, RuleBasedEnvModel, \
+    build_feedback
+from rla_jax.rl.loop_common import LoopBase
+from rla_jax.rl.training_data import RewardConfig, task_samples
+
+
+class AlfworldLoop(LoopBase):
+  """Policy + generative step judge + adaptive ALFWorld task set."""
+
+  title = "RLAnything on ALFWorld"
+
+  def build_tasks(self):
+    c = self.config
+    train = generate_split("train", c.env.num_tasks, c.seed,
+                           room_size=c.env.room_size)
+    self.registry = {g.game_id: g for g in train}
+    self.pool = TaskPool([g.game_id for g in train],
+                         low=c.adaptation.low, high=c.adaptation.high)
+    self.eval_games = {
+        "in_distribution": generate_split(
+            "valid_seen", c.eval.num_games, c.eval.seed,
+            room_size=c.env.room_size),
+        "out_of_distribution": generate_split(
+            "valid_unseen", c.eval.num_games, c.eval.seed,
+            room_size=c.env.room_size)}
+    if c.adaptation.env_model == "llm":
+      self.env_model = LLMEnvModel(self.reward_sampler, self.tokenizer,
+                                   attempts=c.adaptation.attempts,
+                                   history_steps=c.env.history_steps,
+                                   max_steps=c.env.max_steps)
+    else:
+      self.env_model = RuleBasedEnvModel()
+    self.reward_cfg = RewardConfig(
+        lam=c.reward.lam, use_judge_signal=c.reward.use_judge_signal,
+        policy_band=tuple(c.reward.policy_band),
+        rm_band=tuple(c.reward.rm_band))
+
+  # --------------------------------------------------------- state
+  def task_state(self) -> dict:
+    return {"pool": self.pool.to_dict(),
+            "registry": {k: g.to_dict() for k, g in self.registry.items()}}
+
+  def load_task_state(self, d: dict) -> None:
+    from rla_jax.envs.alfworld import Game  # pylint: disable=import-outside-toplevel
+    self.pool = TaskPool.from_dict(d["pool"])
+    self.registry = {k: Game.from_dict(v) for k, v in d["registry"].items()}
+
+  # --------------------------------------------------------- pieces
+  def _sampling(self, section) -> SamplingParams:
+    return SamplingParams(temperature=section.temperature,
+                          top_p=section.top_p, greedy=section.greedy)
+
+  def _rollouts(self, games, ids, seed, params, timings, max_steps=None):
+    c = self.config
+    return rollout_episodes(
+        games, ids, self.policy_sampler, self.tokenizer,
+        backend=c.env.backend, max_steps=max_steps or c.env.max_steps,
+        history_steps=c.env.history_steps, seed=seed, params=params,
+        timings=timings)
+
+  def _judge(self, episodes, seed):
+    c = self.config
+    return judge_episodes(episodes, self.reward_sampler, self.tokenizer,
+                          m=c.reward.m, seed=seed,
+                          params=self._sampling(c.reward.judge_sampling),
+                          batch_size=c.reward.judge_batch)
+
+  # --------------------------------------------------------- one step
+  def run_step(self, step: int) -> dict:
+    c = self.config
+    N = c.env.rollouts_per_task
+    t = {}
+    # 1. rollouts of active tasks and pending candidates
+    groups = [("active", slot, tid) for slot, tid in self.pool.active_tasks()]
+    groups += [("candidate", slot, cand["candidate_id"])
+               for slot, cand in self.pool.pending_candidates()]
+    games, ids = [], []
+    for _, _, tid in groups:
+      games += [self.registry[tid]] * N
+      ids += [tid] * N
+    episodes = self._rollouts(games, ids, _seed(c.seed, step, 1),
+                              self._sampling(c.rollout), t)
+    # 2. m judgements per step
+    t0 = time.perf_counter()
+    need_judge = c.reward.use_judge_signal or c.reward.train_rm or \
+        c.adaptation.enabled
+    judged = self._judge(episodes, _seed(c.seed, step, 2)) if need_judge \
+        else None
+    t["rm_sampling"] = time.perf_counter() - t0
+    K = max(e.num_steps for e in episodes)
+    scores = judged.scores if judged else np.zeros((len(episodes), K, 1))
+    mask = judged.mask if judged else np.array(
+        [[k < e.num_steps for k in range(K)] for e in episodes])
+    rows = {i: list(range(i * N, (i + 1) * N)) for i in range(len(groups))}
+    acc = {i: float(np.mean([episodes[r].won for r in rows[i]]))
+           for i in rows}
+    # 3. resolve candidates (acceptance rule)
+    cand_acc = {slot: acc[i] for i, (kind, slot, _) in enumerate(groups)
+                if kind == "candidate"}
+    outcome = dict(self.pool.resolve(cand_acc, step=step)) if cand_acc else {}
+    for i, (kind, slot, tid) in enumerate(groups):
+      if kind == "candidate" and not outcome.get(slot):
+        self.registry.pop(tid, None)  # rejected candidates are deleted
+    # 4. training data (active tasks + accepted candidates)
+    policy_samples, rm_samples = [], []
+    n_policy_tasks = n_rm_tasks = 0
+    for i, (kind, slot, _) in enumerate(groups):
+      if kind == "candidate" and not outcome.get(slot):
+        continue
+      p, r, st = task_samples(episodes, scores, mask, judged, rows[i],
+                              self.reward_cfg, train_rm=c.reward.train_rm)
+      policy_samples += p
+      rm_samples += r
+      n_policy_tasks += st["policy_in_band"]
+      n_rm_tasks += st["rm_in_band"]
+    # 5. updates
+    t0 = time.perf_counter()
+    metrics = {}
+    metrics.update(self.train("policy", policy_samples))
+    if c.reward.train_rm:
+      metrics.update(self.train("reward", rm_samples))
+    t["training"] = time.perf_counter() - t0
+    # 6. adaptation
+    t0 = time.perf_counter()
+    proposed = 0
+    if c.adaptation.enabled:
+      active_acc = {slot: acc[i] for i, (kind, slot, _) in enumerate(groups)
+                    if kind == "active" or outcome.get(slot)}
+      directions = self.pool.proposal_directions(active_acc)
+      for i, (kind, slot, tid) in enumerate(groups):
+        if slot not in directions or not (kind == "active" or
+                                          outcome.get(slot)):
+          continue
+        feedback = build_feedback([episodes[r] for r in rows[i]],
+                                  scores[rows[i]])
+        rng = np.random.default_rng([c.seed, step, 3, i])
+        variant = self.env_model.propose(self.registry[tid], directions[slot],
+                                         feedback, rng)
+        if variant is not None:
+          self.registry[variant.game_id] = variant
+          self.pool.propose(slot, variant.game_id, directions[slot],
+                            active_acc[slot])
+          proposed += 1
+    t["adaptation"] = time.perf_counter() - t0
+    # metrics
+    active_rows = [r for i, (k, _, _) in enumerate(groups) if k == "active"
+                   for r in rows[i]]
+    metrics.update({
+        "train/rollout_accuracy": float(np.mean(
+            [episodes[r].won for r in active_rows])),
+        "train/mean_episode_steps": float(np.mean(
+            [episodes[r].num_steps for r in active_rows])),
+        "train/policy_samples": len(policy_samples),
+        "train/rm_samples": len(rm_samples),
+        "train/policy_tasks_in_band": n_policy_tasks,
+        "train/rm_tasks_in_band": n_rm_tasks,
+        "train/judge_positive_rate": float(
+            (scores[mask] > 0).mean()) if judged else 0.0,
+        "train/judge_unparseable_rate": float(
+            (scores[mask] == 0).mean()) if judged else 0.0,
+        "env/candidates_evaluated": len(cand_acc),
+        "env/accepted_this_step": sum(bool(v) for v in outcome.values()),
+        "env/accepted_total": self.pool.accepted_total,
+        "env/rejected_total": self.pool.rejected_total,
+        "env/proposed_this_step": proposed,
+    })
+    if self.pool.accepted_accuracies:
+      metrics["env/accepted_task_accuracy"] = float(
+          np.mean(self.pool.accepted_accuracies))
+    metrics.update({f"time/{k}": v for k, v in t.items()})
+    return metrics
+
+  # --------------------------------------------------------- evaluation
+  def evaluate(self, step: int) -> dict:
+    c = self.config
+    out, t = {}, {}
+    params = self._sampling(c.eval)
+    for i, (name, games) in enumerate(self.eval_games.items()):
+      eps = self._rollouts(games, [g.game_id for g in games],
+                           _seed(c.eval.seed, step, 10 + i), params, t,
+                           max_steps=c.eval.max_steps)
+      out[f"eval/{name}_success"] = float(np.mean([e.won for e in eps]))
+      if name == "out_of_distribution":  # judge OOD trajectories (paper)
+        judge_eps = eps[:c.eval.num_rm_episodes]
+        judged = self._judge(judge_eps, _seed(c.eval.seed, step, 20))
+        labels = evaluation.process_labels(judge_eps)
+        out["eval/rm_process_accuracy"] = evaluation.rm_process_accuracy(
+            judged.scores, judged.mask, labels)
+        out["eval/rm_outcome_accuracy"] = evaluation.rm_outcome_accuracy(
+            judged.scores, judged.mask, np.array([e.won for e in judge_eps]))
+    return out

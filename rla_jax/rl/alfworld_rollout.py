@@ -1,0 +1,164 @@
+"""Host-side ALFWorld rollouts and the batched reward-model pass.
+
+`rollout_episodes` steps a batch of environments; at every turn it renders
+each live agent's prompt (task, history window, numbered admissible
+actions), samples ALL live agents in one sampler call, parses the boxed
+index and steps the environments. It records, per step, the prompt ids, the
+response ids and the behaviour log-probs, so every training sample keeps its
+own prompt and response (no re-tokenisation, no misalignment).
+
+`judge_episodes` then builds one judge prompt per step of every trajectory
+and samples m judgements for all of them in batched sampler calls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Sequence
+
+import numpy as np
+
+from rla_jax.envs.alfworld import Game, make_env
+from rla_jax.rl import agent_text
+from rla_jax.rl.parsing import parse_action_index, parse_boxed_score
+from rla_jax.rl.prompts import candidate_actions
+from rla_jax.sampling.sampler import Sampler
+
+
+@dataclasses.dataclass
+class SamplingParams:
+  temperature: float = 0.8
+  top_p: float = 0.95
+  top_k: int = 0
+  greedy: bool = False
+  max_new_tokens: int | None = None
+
+
+@dataclasses.dataclass
+class Episode:
+  """One trajectory. observations has num_steps + 1 entries."""
+  task_id: str
+  game: Game
+  observations: list[str] = dataclasses.field(default_factory=list)
+  actions: list[str] = dataclasses.field(default_factory=list)
+  prompt_texts: list[str] = dataclasses.field(default_factory=list)
+  prompt_ids: list[list[int]] = dataclasses.field(default_factory=list)
+  response_texts: list[str] = dataclasses.field(default_factory=list)
+  response_ids: list[list[int]] = dataclasses.field(default_factory=list)
+  logprobs: list[np.ndarray] = dataclasses.field(default_factory=list)
+  won: bool = False
+
+  @property
+  def num_steps(self) -> int:
+    return len(self.actions)
+
+
+@dataclasses.dataclass
+class Judgements:
+  """m judgements of every step. scores: [N, K, m] in {+1, -1, 0}
+  (0 = unparseable; padded steps are 0); mask: [N, K] real steps.
+  prompt_ids / response_ids / logprobs are indexed [n][k][j]."""
+  scores: np.ndarray
+  mask: np.ndarray
+  prompt_ids: list[list[list[int]]]
+  response_ids: list[list[list[list[int]]]]
+  logprobs: list[list[list[np.ndarray]]]
+  response_texts: list[list[list[str]]]
+
+
+def _seed(*parts: int) -> int:
+  """A 31-bit seed mixed from integers (stable across runs)."""
+  return int(np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts])
+             .generate_state(1)[0] >> 1)
+
+
+def rollout_episodes(games: Sequence[Game], task_ids: Sequence[str],
+                     sampler: Sampler, tokenizer, *, backend: str,
+                     max_steps: int, history_steps: int | None, seed: int,
+                     params: SamplingParams, timings: dict | None = None
+                     ) -> list[Episode]:
+  """Plays every game once with the policy; returns one Episode per game.
+
+  timings, if given, accumulates seconds under "env" (reset + steps) and
+  "policy_sampling" (prompt rendering, sampling, decoding).
+  """
+  timings = {} if timings is None else timings
+  timings.setdefault("env", 0.0)
+  timings.setdefault("policy_sampling", 0.0)
+  t0 = time.perf_counter()
+  if len(games) != len(task_ids):
+    raise ValueError(f"{len(games)} games but {len(task_ids)} task ids")
+  env = make_env(backend, len(games), max_steps=max_steps)
+  obs, infos = env.reset(list(games))
+  episodes = [Episode(t, g, observations=[o]) for t, g, o in
+              zip(task_ids, games, obs)]
+  admissible = infos["admissible_commands"]
+  done = [False] * len(games)
+  timings["env"] += time.perf_counter() - t0
+  for turn in range(max_steps):
+    live = [i for i, d in enumerate(done) if not d]
+    if not live:
+      break
+    t0 = time.perf_counter()
+    texts = {i: agent_text.policy_step_text(
+        episodes[i].observations, episodes[i].actions, admissible[i],
+        history_steps) for i in live}
+    ids = {i: agent_text.chat_ids(tokenizer, texts[i]) for i in live}
+    out = sampler.generate([ids[i] for i in live], seed=_seed(seed, turn),
+                           **dataclasses.asdict(params))
+    commands: list[str | None] = [None] * len(games)
+    for j, i in enumerate(live):
+      text = tokenizer.decode(out.tokens[j], skip_special_tokens=True)
+      options = candidate_actions(admissible[i])
+      command = options[parse_action_index(text, len(options))]
+      ep = episodes[i]
+      ep.prompt_texts.append(texts[i])
+      ep.prompt_ids.append(ids[i])
+      ep.response_texts.append(text)
+      ep.response_ids.append(out.tokens[j])
+      ep.logprobs.append(out.logprobs[j])
+      ep.actions.append(command)
+      commands[i] = command
+    t1 = time.perf_counter()
+    timings["policy_sampling"] += t1 - t0
+    obs, won, dones, infos = env.step(commands)
+    admissible = infos["admissible_commands"]
+    for i in live:
+      episodes[i].observations.append(obs[i])
+      episodes[i].won = bool(won[i])
+      done[i] = bool(dones[i])
+    timings["env"] += time.perf_counter() - t1
+  return episodes
+
+
+def judge_episodes(episodes: Sequence[Episode], sampler: Sampler, tokenizer,
+                   *, m: int, seed: int, params: SamplingParams,
+                   batch_size: int = 64) -> Judgements:
+  """Samples m judgements for every step of every episode."""
+  N = len(episodes)
+  K = max([e.num_steps for e in episodes] + [1])
+  scores = np.zeros((N, K, m), np.int32)
+  mask = np.zeros((N, K), bool)
+  prompt_ids = [[None] * e.num_steps for e in episodes]
+  resp_ids = [[[None] * m for _ in range(e.num_steps)] for e in episodes]
+  resp_txt = [[[None] * m for _ in range(e.num_steps)] for e in episodes]
+  lps = [[[None] * m for _ in range(e.num_steps)] for e in episodes]
+  jobs = []
+  for n, e in enumerate(episodes):
+    for k in range(e.num_steps):
+      mask[n, k] = True
+      text = agent_text.judge_step_text(e.prompt_texts[k], e.response_texts[k],
+                                        e.observations[k + 1])
+      prompt_ids[n][k] = agent_text.chat_ids(tokenizer, text)
+      jobs.extend((n, k, j) for j in range(m))
+  for start in range(0, len(jobs), batch_size):
+    chunk = jobs[start:start + batch_size]
+    out = sampler.generate([prompt_ids[n][k] for n, k, _ in chunk],
+                           seed=_seed(seed, start),
+                           **dataclasses.asdict(params))
+    for (n, k, j), toks, lp in zip(chunk, out.tokens, out.logprobs):
+      text = tokenizer.decode(toks, skip_special_tokens=True)
+      scores[n, k, j] = parse_boxed_score(text)
+      resp_ids[n][k][j], resp_txt[n][k][j], lps[n][k][j] = toks, text, lp
+  return Judgements(scores, mask, prompt_ids, resp_ids, lps, resp_txt)

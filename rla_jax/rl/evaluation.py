@@ -1,0 +1,56 @@
+"""Evaluation: policy success and reward-model accuracy (paper Table 1).
+
+* Policy success: mean `won` over the in-distribution (valid_seen) and
+  out-of-distribution (valid_unseen) games, one rollout each.
+* RM process accuracy: on the evaluation trajectories, the majority vote of
+  the m judgements of each step (ties and unparseable votes count as -1)
+  against the expert's progress label of that step (`label_progress`:
+  +1 iff the action is the first step of a shortest plan from that state).
+* RM outcome accuracy: per trajectory, the judge predicts success iff the
+  mean step score is > 0; accuracy against the true outcome.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rla_jax.envs.alfworld import label_progress
+
+
+def majority_vote(scores: np.ndarray) -> np.ndarray:
+  """[..., m] scores in {+1, -1, 0} -> [...] +1 iff strictly more +1 votes
+  than the other votes, else -1."""
+  pos = (scores > 0).sum(-1)
+  return np.where(pos * 2 > scores.shape[-1], 1, -1)
+
+
+def process_labels(episodes) -> list[list[int]]:
+  """Expert progress label (+1/-1) of every step of every episode."""
+  return [[1 if label_progress(ep.game, ep.actions[:k], ep.actions[k]) else -1
+           for k in range(ep.num_steps)] for ep in episodes]
+
+
+def rm_process_accuracy(scores: np.ndarray, mask: np.ndarray,
+                        labels: list[list[int]]) -> float:
+  """Fraction of real steps whose majority vote equals the expert label."""
+  votes = majority_vote(scores)
+  hits = total = 0
+  for n, row in enumerate(labels):
+    for k, lab in enumerate(row):
+      if mask[n, k]:
+        hits += int(votes[n, k] == lab)
+        total += 1
+  return hits / total if total else float("nan")
+
+
+def rm_outcome_accuracy(scores: np.ndarray, mask: np.ndarray,
+                        won: np.ndarray) -> float:
+  """Fraction of trajectories where (mean step score > 0) == won."""
+  hits = total = 0
+  for n in range(len(won)):
+    steps = scores[n][mask[n]]
+    if steps.size == 0:
+      continue
+    hits += int((steps.mean() > 0) == bool(won[n]))
+    total += 1
+  return hits / total if total else float("nan")

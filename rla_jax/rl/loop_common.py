@@ -1,0 +1,193 @@
+"""What every RLAnything loop shares: models, learners, samplers, the step
+driver, evaluation schedule, metrics and Orbax checkpoint/resume.
+
+Subclasses implement `build_tasks`, `run_step`, `evaluate`, `task_state`
+and `load_task_state` (and may override `model_dirs`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+
+from rla_jax import sharding as shd
+from rla_jax.checkpoint import LoopCheckpointer, fingerprint
+from rla_jax.metrics import MetricsWriter, write_summary
+from rla_jax.models import load_qwen
+from rla_jax.rl import agent_text
+from rla_jax.rl.trainer import Learner, OptimConfig
+from rla_jax.sampling.sampler import Sampler
+from rla_jax.tokenizer import load_tokenizer
+
+_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+
+def optim_config(section, max_seq_len: int) -> OptimConfig:
+  return OptimConfig(
+      learning_rate=section.learning_rate, weight_decay=section.weight_decay,
+      grad_clip=section.grad_clip, clip_eps=section.clip_eps,
+      kl_beta=section.kl_beta, micro_batch_size=section.micro_batch_size,
+      logprob_chunk=section.logprob_chunk, max_seq_len=max_seq_len)
+
+
+class LoopBase:
+  """Drives `run_step` for config.total_steps steps with resume."""
+
+  title = "RLAnything"
+
+  def __init__(self, config: ml_collections.ConfigDict, workdir: str,
+               *, log=logging.info):
+    self.config, self.workdir, self.log = config, workdir, log
+    os.makedirs(workdir, exist_ok=True)
+    shd.maybe_initialize_distributed()
+    self.is_primary = jax.process_index() == 0
+    self.checkpointer = LoopCheckpointer(workdir,
+                                         max_to_keep=config.checkpoint.keep)
+    self.fingerprint = fingerprint(self.fingerprint_fields())
+    latest = self.checkpointer.latest_step()
+    # Refuse an incompatible workdir before any model is loaded or compiled.
+    self._resume_meta = (self.checkpointer.check_compatible(
+        latest, self.fingerprint) if latest is not None else None)
+    dirs = self.model_dirs()
+    self.tokenizer = load_tokenizer(dirs["tokenizer_dir"])
+    self.stop_ids = agent_text.end_of_turn_ids(self.tokenizer)
+    self.pad_id = self.tokenizer.pad_token_id or 0
+    c = config
+    self.mesh = shd.make_mesh(c.mesh.data, c.mesh.fsdp, c.mesh.tensor)
+    dtype = _DTYPES[c.model.dtype]
+    max_len = c.rollout.max_prompt_len + c.rollout.max_new_tokens
+    self.learners, self.samplers = {}, {}
+    for role, path in (("policy", dirs["policy_dir"]),
+                       ("reward", dirs["reward_dir"])):
+      model = load_qwen(path, dtype=dtype, param_dtype=dtype,
+                        remat=c.model.remat,
+                        sharding_fn=shd.param_sharding_fn(self.mesh,
+                                                          shd.TRAIN_RULES))
+      self.learners[role] = Learner(
+          model, optim_config(c.optim[role], max_len), mesh=self.mesh,
+          pad_id=self.pad_id)
+      self.samplers[role] = Sampler(
+          self.learners[role].model(), max_prompt_len=c.rollout.max_prompt_len,
+          max_new_tokens=c.rollout.max_new_tokens
+          if role == "policy" else c.reward.max_new_tokens,
+          stop_token_ids=self.stop_ids, pad_id=self.pad_id,
+          mesh=self.mesh if jax.device_count() > 1 else None)
+    self.build_tasks()
+    self.metrics = MetricsWriter(workdir, is_primary=self.is_primary)
+
+  # ------------------------------------------------------------- hooks
+  def fingerprint_fields(self) -> dict:
+    c = self.config
+    return {"name": c.name, "seed": c.seed, "model": c.model.to_dict(),
+            "env": c.env.to_dict(), "reward": c.reward.to_dict(),
+            "adaptation": c.adaptation.to_dict()}
+
+  def model_dirs(self) -> dict:
+    m = self.config.model
+    for key in ("tokenizer_dir", "policy_dir", "reward_dir"):
+      if not os.path.isdir(m[key]):
+        raise FileNotFoundError(f"config.model.{key}: directory {m[key]!r} "
+                                f"does not exist")
+    return {k: m[k] for k in ("tokenizer_dir", "policy_dir", "reward_dir")}
+
+  def build_tasks(self):
+    raise NotImplementedError
+
+  def run_step(self, step: int) -> dict:
+    raise NotImplementedError
+
+  def evaluate(self, step: int) -> dict:
+    raise NotImplementedError
+
+  def task_state(self) -> dict:
+    raise NotImplementedError
+
+  def load_task_state(self, d: dict) -> None:
+    raise NotImplementedError
+
+  # ------------------------------------------------------------- shared
+  @property
+  def policy_sampler(self) -> Sampler:
+    return self.samplers["policy"]
+
+  @property
+  def reward_sampler(self) -> Sampler:
+    return self.samplers["reward"]
+
+  def train(self, role: str, samples) -> dict:
+    """One epoch of `updates_per_step` optimizer steps for `role`."""
+    c = self.config.optim[role]
+    learner = self.learners[role]
+    if c.reset_optimizer_each_step:
+      learner.reset_optimizer()
+    out = learner.train_epoch(samples, c.updates_per_step)
+    if out:
+      self.samplers[role].update_params(learner.model())
+    metrics = {f"{role}/updates": len(out)}
+    for key in ("loss", "pg_loss", "kl", "clip_frac", "grad_norm", "ratio"):
+      if out:
+        metrics[f"{role}/{key}"] = sum(o[key] for o in out) / len(out)
+    if out:
+      metrics[f"{role}/first_microbatch_ratio"] = out[0][
+          "first_microbatch_ratio"]
+    return metrics
+
+  def _trees(self) -> dict:
+    return {role: {"params": l.state, "opt_state": l.opt_state}
+            for role, l in self.learners.items()}
+
+  def save(self, step: int) -> None:
+    meta = {"step": step, "config_fingerprint": self.fingerprint,
+            "tasks": self.task_state()}
+    self.checkpointer.save(step, self._trees(), meta)
+
+  def restore(self) -> int:
+    """Restores the latest checkpoint; returns the next step to run."""
+    latest = self.checkpointer.latest_step()
+    if latest is None:
+      return 0
+    trees, meta = self.checkpointer.restore(latest, self._trees())
+    for role, learner in self.learners.items():
+      learner.state = trees[role]["params"]
+      learner.opt_state = trees[role]["opt_state"]
+      self.samplers[role].update_params(learner.model())
+    self.load_task_state(meta["tasks"])
+    self.log(f"resumed from checkpoint step {latest} in {self.workdir}")
+    return latest + 1
+
+  def run(self) -> list[dict]:
+    """Runs (or resumes) the loop; returns the metrics history.
+
+    Metrics row 0 is the evaluation before any update; row s + 1 holds RL
+    step s (so a row's index is the number of completed RL steps).
+    """
+    c = self.config
+    start = self.restore()
+    self.metrics.truncate_after(start + 1 if start else 0)
+    if start == 0 and c.eval.at_start:
+      self.metrics.write(0, self.evaluate(-1))
+    for step in range(start, c.total_steps):
+      t0 = time.perf_counter()
+      metrics = self.run_step(step)
+      last = step == c.total_steps - 1
+      if (c.eval.every and (step + 1) % c.eval.every == 0) or last:
+        te = time.perf_counter()
+        metrics.update(self.evaluate(step))
+        metrics["time/eval"] = time.perf_counter() - te
+      metrics["time/step"] = time.perf_counter() - t0
+      self.metrics.write(step + 1, metrics)
+      if c.checkpoint.every and ((step + 1) % c.checkpoint.every == 0
+                                 or last):
+        self.save(step)
+    history = MetricsWriter.read_history(self.workdir)
+    if self.is_primary and history:
+      md, png = write_summary(history, self.workdir, title=self.title)
+      self.log(f"summary: {md}\ncurves: {png}")
+    self.metrics.close()
+    self.checkpointer.close()
+    return history

@@ -1,0 +1,80 @@
+"""Turning one task's rollouts and judgements into training samples.
+
+Policy (paper eq. R = O + lambda * mean S; reference section 3.1):
+  R[n, k] = O_n + lambda * mean_j S[n, k, j] for every real step,
+  A = step-index standardisation of R within the task, samples with A == 0
+  dropped; only tasks whose accuracy is inside the policy band contribute.
+Reward model (consistency feedback; reference section 4):
+  raw[n, k, j] = R[n, k] * S[n, k, j] (-2 if unparseable), standardised over
+  the m judgements of the same step; only tasks with accuracy inside the
+  reward-model band contribute.
+Every sample carries its own prompt, response and behaviour log-probs, so
+filtering can never shift an advantage onto another sample.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from rla_jax.rl.advantages import (accuracy_in_band,
+                                   consistency_feedback_rewards,
+                                   policy_sample_keep_mask,
+                                   standardize_by_step_index,
+                                   standardize_over_judgements)
+from rla_jax.rl.rewards import integrated_step_rewards, outcome_from_success
+from rla_jax.rl.trainer import Sample
+
+
+@dataclasses.dataclass(frozen=True)
+class RewardConfig:
+  lam: float = 1.0  # weight of the step-wise judge signal in R
+  use_judge_signal: bool = True  # False: outcome-only (R = O)
+  policy_band: tuple[float, float] = (0.125, 0.875)
+  rm_band: tuple[float, float] = (0.2, 0.8)
+  lone_step: str = "raw"
+  drop_zero_advantage: bool = True
+
+
+def task_samples(episodes, scores: np.ndarray, mask: np.ndarray, judgements,
+                 rows: list[int], cfg: RewardConfig, *, train_rm: bool
+                 ) -> tuple[list[Sample], list[Sample], dict]:
+  """Policy and reward-model samples of one task.
+
+  episodes: all episodes of the step; rows: indices of this task's N
+  rollouts; scores: [N_all, K, m]; mask: [N_all, K]. Returns (policy
+  samples, reward-model samples, stats).
+  """
+  eps = [episodes[i] for i in rows]
+  S = scores[rows].astype(np.float32)
+  M = mask[rows]
+  won = np.array([e.won for e in eps])
+  acc = float(won.mean())
+  O = outcome_from_success(won).astype(np.float32)
+  S_used = S if cfg.use_judge_signal else np.zeros_like(S)
+  R = integrated_step_rewards(O, S_used, M, lam=cfg.lam)
+  stats = {"accuracy": acc, "policy_in_band": False, "rm_in_band": False}
+  policy, rm = [], []
+  if accuracy_in_band(acc, *cfg.policy_band):
+    stats["policy_in_band"] = True
+    A = standardize_by_step_index(R, M, lone_step=cfg.lone_step)
+    keep = policy_sample_keep_mask(A, M, cfg.drop_zero_advantage)
+    for n, ep in enumerate(eps):
+      for k in range(ep.num_steps):
+        if keep[n, k]:
+          policy.append(Sample(ep.prompt_ids[k], ep.response_ids[k],
+                               ep.logprobs[k], float(A[n, k])))
+  if train_rm and accuracy_in_band(acc, *cfg.rm_band):
+    stats["rm_in_band"] = True
+    raw = consistency_feedback_rewards(R, S, M)
+    A_rm, keep = standardize_over_judgements(raw, M)
+    for n, row in enumerate(rows):
+      for k in range(eps[n].num_steps):
+        for j in range(S.shape[2]):
+          if keep[n, k, j]:
+            rm.append(Sample(judgements.prompt_ids[row][k],
+                             judgements.response_ids[row][k][j],
+                             judgements.logprobs[row][k][j],
+                             float(A_rm[n, k, j])))
+  return policy, rm, stats
