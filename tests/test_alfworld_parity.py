@@ -20,8 +20,8 @@ INVALID = ["jump", "go to the moon", "take apple 9 from fridge 9", "look ", "Loo
 
 
 def _parity_games():
-    small = generate_split("valid_seen", 26, seed=0, room_size="small") + \
-        generate_split("valid_unseen", 26, seed=0, room_size="small")
+    small = generate_split("valid_seen", 24, seed=0, room_size="small") + \
+        generate_split("valid_unseen", 24, seed=0, room_size="small")
     rng = np.random.default_rng(0)
     perturbed = [p for p in (perturb_game(small[0], "harder", rng), perturb_game(small[1], "easier", rng)) if p]
     full = generate_split("valid_unseen", 2, seed=1, room_size="full")
