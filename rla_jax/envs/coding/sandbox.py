@@ -11,6 +11,19 @@ the whole process group / pid namespace is killed. The environment is scrubbed.
 One launcher runs all tests of one program (up to ``tests_per_process``), forking a fresh
 child per test from its clean state, so isolation is per test while interpreter start-up
 is paid once per program. Launchers run concurrently on a bounded thread pool.
+
+Modes (``SandboxExecutor.isolation_report()`` says which one a platform got):
+- namespaces (root, or non-root with unprivileged user namespaces): network namespace (no
+  network), pid namespace (trainer invisible, everything dies with the namespace), read-only
+  filesystem except a tmpfs /tmp/work, and as root a dedicated uid per concurrent slot
+  (flock-allocated from ``uid_base``) so RLIMIT_NPROC holds.
+- fallback (no namespaces): in-process socket guard (bypassable, e.g. with ctypes), uid drop as
+  root (world-writable directories such as /tmp remain writable), and only common stdlib modules
+  importable when the uid cannot read the interpreter prefix. Non-root without namespaces gets
+  no uid separation: the program could signal the trainer. Prefer a platform with namespaces.
+Known limits: no seccomp; CPU time of a test is bounded by RLIMIT_CPU and the wall limit, not
+shared fairly; the non-root user-namespace path was not exercised on the development machine
+(it runs as root).
 """
 
 from __future__ import annotations
