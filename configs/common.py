@@ -24,7 +24,9 @@ def base(name: str) -> ml_collections.ConfigDict:
   c.model = ml_collections.ConfigDict({
       # Empty dirs = the embedded default (warm-started tiny models).
       "tokenizer_dir": "", "policy_dir": "", "reward_dir": "",
-      "dtype": "float32", "remat": "none",
+      # Compute dtype; parameters (and AdamW state) stay in param_dtype:
+      # at lr 1e-6 bf16 master weights would not move (docs/MEMORY_PLAN.md).
+      "dtype": "float32", "param_dtype": "float32", "remat": "none",
   })
   c.mesh = ml_collections.ConfigDict({"data": 1, "fsdp": -1, "tensor": 1})
   c.checkpoint = ml_collections.ConfigDict({"every": 1, "keep": 2})

@@ -60,11 +60,12 @@ class LoopBase:
     c = config
     self.mesh = shd.make_mesh(c.mesh.data, c.mesh.fsdp, c.mesh.tensor)
     dtype = _DTYPES[c.model.dtype]
+    param_dtype = _DTYPES[c.model.param_dtype]
     max_len = c.rollout.max_prompt_len + c.rollout.max_new_tokens
     self.learners, self.samplers = {}, {}
     for role, path in (("policy", dirs["policy_dir"]),
                        ("reward", dirs["reward_dir"])):
-      model = load_qwen(path, dtype=dtype, param_dtype=dtype,
+      model = load_qwen(path, dtype=dtype, param_dtype=param_dtype,
                         remat=c.model.remat,
                         sharding_fn=shd.param_sharding_fn(self.mesh,
                                                           shd.TRAIN_RULES))
