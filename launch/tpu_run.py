@@ -82,8 +82,23 @@ def main(argv):
   _enable_compilation_cache()
   from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
   _log(f"rla_jax: config {config.name}:{config.preset}, workdir {workdir}")
-  loop = make_loop(config, workdir, log=_log)
+  try:
+    loop = make_loop(config, workdir, log=_log)
+  except _SETUP_ERRORS as e:  # bad input: one message, no traceback
+    _fail(e)
   loop.run()
+
+
+_SETUP_ERRORS = (ValueError, KeyError, FileNotFoundError, AttributeError)
+
+
+def _fail(e: BaseException) -> None:
+  msg = e.args[0] if isinstance(e, (KeyError, AttributeError)) and e.args \
+      else str(e)
+  if "Traceback" in msg:  # ml_collections embeds the config's traceback
+    msg = [line for line in msg.splitlines() if line.strip()][-1]
+  print(f"error: {msg}", file=sys.stderr, flush=True)
+  sys.exit(2)
 
 
 def run():
@@ -91,6 +106,13 @@ def run():
   # Library INFO logs (Orbax writes several lines per checkpoint) are
   # hidden; --verbosity=0 brings them back. Progress goes to stderr.
   logging.set_verbosity(logging.WARNING)
+  try:  # parse the flags (config file, preset, overrides) up front
+    flags.FLAGS(sys.argv)
+    _CONFIG.value  # pylint: disable=pointless-statement
+  except flags.Error as e:
+    _fail(e.__cause__ or e)
+  except _SETUP_ERRORS as e:
+    _fail(e)
   app.run(main)
 
 
