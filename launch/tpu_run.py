@@ -106,14 +106,19 @@ def run():
   # Library INFO logs (Orbax writes several lines per checkpoint) are
   # hidden; --verbosity=0 brings them back. Progress goes to stderr.
   logging.set_verbosity(logging.WARNING)
-  try:  # parse the flags (config file, preset, overrides) up front
-    flags.FLAGS(sys.argv)
+  app.run(main, flags_parser=_parse_flags)
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+  """Parses flags; a bad config file, preset or override is one message."""
+  try:
+    rest = flags.FLAGS(argv)
     _CONFIG.value  # pylint: disable=pointless-statement
+    return rest
   except flags.Error as e:
     _fail(e.__cause__ or e)
   except _SETUP_ERRORS as e:
     _fail(e)
-  app.run(main)
 
 
 if __name__ == "__main__":
