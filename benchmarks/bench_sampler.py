@@ -1,0 +1,360 @@
+"""Sampler benchmark: rla_jax `Sampler` vs transformers `generate` on CPU.
+
+The same random Qwen3 model runs in both: it is created with transformers
+(`Qwen3Config`, random init, seed 0), written with `save_pretrained` to a
+temporary directory, and loaded from there with `rla_jax.models.hf_io
+.load_qwen`, so the weights are bit-identical.
+
+Workload: every row has the same prompt length P (random ids, no padding),
+greedy decoding, no stop token, so every row generates exactly N new tokens
+(transformers: min_new_tokens = max_new_tokens = N, eos_token_id=None).
+
+Measured per (model, batch B, P, N), median over --runs timed runs after
+one warm-up call (the warm-up also compiles; compile is reported apart):
+  * e2e tok/s     = B * N / wall time of one generate call (prefill
+                    included; rla_jax: `Sampler.generate`, public API);
+  * prefill tok/s = B * P / time of the prefill alone (rla_jax: the
+                    jitted `_prefill`; transformers: one forward with
+                    `logits_to_keep=1` and a fresh DynamicCache);
+  * decode tok/s  = B * steps / decode time. rla_jax: the jitted `_decode`
+                    while_loop alone, steps = N (it also writes the last
+                    token's K/V so a Session can continue); transformers:
+                    (generate - prefill) time, steps = N - 1;
+  * prefill GFLOP/s (useful FLOPs; see `prefill_flops`) against the peak
+    of a jitted f32 M^3 matmul measured in the same run (best of 10).
+
+Sanity: inside the benchmark (not a test), greedy tokens of both
+implementations must agree on the first --agree tokens of every row of
+every configuration, or the script stops with an error.
+
+Usage:
+  python benchmarks/bench_sampler.py            # full grid (~8-9 min)
+  python benchmarks/bench_sampler.py --quick    # small grid (~2 min)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+MODELS = {  # same shapes as ../shared/spec/perf-anchors.md
+    "small": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                  num_key_value_heads=2, head_dim=64, intermediate_size=768,
+                  vocab_size=4096),
+    "medium": dict(hidden_size=512, num_hidden_layers=8,
+                   num_attention_heads=8, num_key_value_heads=4, head_dim=64,
+                   intermediate_size=1536, vocab_size=32768),
+}
+
+
+# --------------------------------------------------------------- FLOPs
+def matmul_params(m: dict) -> int:
+  """Weights used in matmuls per token, excluding the lm-head.
+
+  L * (D*N*H [q] + 2*D*K*H [k,v] + N*H*D [o] + 3*D*F [gate, up, down]).
+  """
+  D, L = m["hidden_size"], m["num_hidden_layers"]
+  N, K, H = (m["num_attention_heads"], m["num_key_value_heads"],
+             m["head_dim"])
+  F = m["intermediate_size"]
+  return L * (2 * D * N * H + 2 * D * K * H + 3 * D * F)
+
+
+def prefill_flops(m: dict, B: int, P: int) -> int:
+  """Useful FLOPs of a prefill of B rows of P tokens (last logits only).
+
+  2 * B*P * matmul_params          (projections + MLP)
+  + 2 * B * D * V                  (lm-head, last position only)
+  + 2 * 2 * B * L * N * H * P(P+1)/2   (causal QK^T and PV).
+  Elementwise work (norms, RoPE, softmax) is not counted.
+  """
+  L, N, H = m["num_hidden_layers"], m["num_attention_heads"], m["head_dim"]
+  D, V = m["hidden_size"], m["vocab_size"]
+  return (2 * B * P * matmul_params(m) + 2 * B * D * V
+          + 2 * B * L * N * H * P * (P + 1))
+
+
+def measure_matmul_peak(n: int, reps: int = 10) -> float:
+  """Best-of-`reps` GFLOP/s of a jitted f32 [n,n] @ [n,n]."""
+  a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
+  b = jax.random.normal(jax.random.key(1), (n, n), jnp.float32)
+  f = jax.jit(lambda x, y: x @ y)
+  f(a, b).block_until_ready()
+  best = float("inf")
+  for _ in range(reps):
+    t = time.perf_counter()
+    f(a, b).block_until_ready()
+    best = min(best, time.perf_counter() - t)
+  return 2 * n ** 3 / best / 1e9
+
+
+# --------------------------------------------------------------- helpers
+def timed(fn):
+  t = time.perf_counter()
+  out = fn()
+  return time.perf_counter() - t, out
+
+
+def median(xs):
+  return statistics.median(xs)
+
+
+def make_hf_model(name: str, max_pos: int, out_dir: str):
+  import torch
+  from transformers import Qwen3Config, Qwen3ForCausalLM
+  cfg = Qwen3Config(**MODELS[name], tie_word_embeddings=True,
+                    rms_norm_eps=1e-6, rope_theta=1_000_000.0,
+                    max_position_embeddings=max_pos, bos_token_id=None,
+                    eos_token_id=None, pad_token_id=None,
+                    attn_implementation="sdpa")
+  torch.manual_seed(0)
+  model = Qwen3ForCausalLM(cfg).eval()
+  model.save_pretrained(out_dir)
+  return model
+
+
+class HFRunner:
+  def __init__(self, model):
+    self.model = model
+
+  def generate(self, ids: np.ndarray, N: int) -> np.ndarray:
+    import torch
+    x = torch.from_numpy(ids.astype(np.int64))
+    with torch.no_grad():
+      out = self.model.generate(
+          input_ids=x, attention_mask=torch.ones_like(x), do_sample=False,
+          max_new_tokens=N, min_new_tokens=N, eos_token_id=None,
+          pad_token_id=0, use_cache=True, top_k=None, top_p=None,
+          temperature=None)
+    return out[:, ids.shape[1]:].numpy()
+
+  def prefill(self, ids: np.ndarray):
+    import torch
+    from transformers import DynamicCache
+    x = torch.from_numpy(ids.astype(np.int64))
+    with torch.no_grad():
+      return self.model(input_ids=x, attention_mask=torch.ones_like(x),
+                        past_key_values=DynamicCache(
+                            config=self.model.config),
+                        use_cache=True, logits_to_keep=1).logits
+
+
+class JaxRunner:
+  def __init__(self, model, P: int, N: int, batches):
+    from rla_jax.sampling.sampler import Sampler
+    self.sampler = Sampler(model, max_prompt_len=P, max_new_tokens=N,
+                           stop_token_ids=(), pad_id=0, prompt_buckets=(P,),
+                           batch_buckets=tuple(batches))
+    self.P, self.N = P, N
+
+  def generate(self, ids: np.ndarray) -> np.ndarray:
+    out = self.sampler.generate(ids.tolist(), greedy=True, seed=0)
+    assert all(n == self.N for n in out.lengths), out.lengths
+    return np.asarray(out.tokens)
+
+  def phases(self, ids: np.ndarray) -> tuple[float, float]:
+    """(prefill s, decode s) of the two jitted programs, run as `generate`
+    runs them (private functions: this is a benchmark, not API use)."""
+    from rla_jax.sampling import sampler as sm
+    s = self.sampler
+    B, P = ids.shape
+    cache = s.new_cache(B, P + self.N)
+    mask = np.ones_like(ids)
+    jax.block_until_ready(cache)
+    t0 = time.perf_counter()
+    cache, logits = sm._prefill(s.graphdef, s.state, cache, jnp.asarray(ids),
+                                jnp.asarray(mask))
+    jax.block_until_ready(logits)
+    t1 = time.perf_counter()
+    out = sm._decode(s.graphdef, self.N, s.state, cache, logits,
+                     np.ones((B,), bool), jax.random.key(0), jnp.float32(1),
+                     jnp.float32(1), jnp.int32(0), jnp.bool_(True),
+                     jnp.int32(self.N), jnp.asarray(s.stop_token_ids),
+                     jnp.int32(0))
+    jax.block_until_ready(out)
+    return t1 - t0, time.perf_counter() - t1
+
+
+# --------------------------------------------------------------- main loop
+def bench_config(name, hf, jx, B, P, N, runs, agree, rng):
+  from rla_jax.compile_counter import CompileCounter
+  m = MODELS[name]
+  ids = rng.integers(0, m["vocab_size"], size=(B, P)).astype(np.int32)
+  row = dict(model=name, B=B, P=P, N=N)
+
+  # --- rla_jax: warm-up (compiles), then timed runs.
+  with CompileCounter() as cc:
+    t_first, jtok = timed(lambda: jx.generate(ids))
+  with CompileCounter() as cc_phase:
+    jx.phases(ids)  # warm-up of the direct calls (must reuse the compiles)
+  e2e = []
+  with CompileCounter() as cc_steady:
+    for _ in range(runs):
+      e2e.append(timed(lambda: jx.generate(ids))[0])
+    ph = [jx.phases(ids) for _ in range(runs)]
+  jx_pre = median([p for p, _ in ph])
+  jx_dec = median([d for _, d in ph])
+  row.update(jx_e2e=B * N / median(e2e), jx_pre=B * P / jx_pre,
+             jx_dec=B * N / jx_dec, jx_first=t_first,
+             jx_compile=t_first - median(e2e), jx_ncomp=cc.count,
+             jx_ncomp_steady=cc_phase.count + cc_steady.count,
+             jx_gflops=prefill_flops(m, B, P) / jx_pre / 1e9,
+             jx_e2e_spread=(min(e2e), max(e2e)))
+
+  # --- transformers.
+  _, htok = timed(lambda: hf.generate(ids, N))  # warm-up
+  hf.prefill(ids)
+  e2e_h = [timed(lambda: hf.generate(ids, N))[0] for _ in range(runs)]
+  pre_h = median([timed(lambda: hf.prefill(ids))[0] for _ in range(runs)])
+  dec_h = max(median(e2e_h) - pre_h, 1e-9)
+  row.update(hf_e2e=B * N / median(e2e_h), hf_pre=B * P / pre_h,
+             hf_dec=B * (N - 1) / dec_h,
+             hf_gflops=prefill_flops(m, B, P) / pre_h / 1e9,
+             hf_e2e_spread=(min(e2e_h), max(e2e_h)))
+
+  # --- sanity: greedy tokens agree.
+  if htok.shape != jtok.shape:
+    raise SystemExit(f"shape mismatch: transformers {htok.shape} vs "
+                     f"rla_jax {jtok.shape} ({name} B={B} P={P} N={N})")
+  same = htok == jtok
+  first_diff = np.array([N if r.all() else int(np.argmin(r)) for r in same])
+  row["agree_min"] = int(first_diff.min())
+  row["agree_mean"] = float(first_diff.mean())
+  if first_diff.min() < agree:
+    raise SystemExit(
+        f"greedy outputs disagree within the first {agree} tokens "
+        f"({name} B={B} P={P} N={N}): first differing index per row "
+        f"{first_diff.tolist()}")
+  return row
+
+
+def fmt_table(rows, peak):
+  hdr = ("| model | B | P/N | HF e2e tok/s | rla_jax e2e tok/s | ratio | "
+         "HF decode tok/s | rla_jax decode tok/s | HF prefill tok/s | "
+         "rla_jax prefill tok/s | rla_jax prefill GFLOP/s (% peak) | "
+         "HF prefill GFLOP/s | rla_jax compile s (#) | greedy agree "
+         "(min/mean tokens) |")
+  lines = [hdr, "|" + "---|" * (hdr.count("|") - 1)]
+  for r in rows:
+    lines.append(
+        f"| {r['model']} | {r['B']} | {r['P']}/{r['N']} | {r['hf_e2e']:.0f} "
+        f"| {r['jx_e2e']:.0f} | **{r['jx_e2e'] / r['hf_e2e']:.2f}** | "
+        f"{r['hf_dec']:.0f} | {r['jx_dec']:.0f} | {r['hf_pre']:.0f} | "
+        f"{r['jx_pre']:.0f} | {r['jx_gflops']:.1f} "
+        f"({100 * r['jx_gflops'] / peak:.0f}%) | {r['hf_gflops']:.1f} | "
+        f"{r['jx_compile']:.1f} ({r['jx_ncomp']}) | "
+        f"{r['agree_min']}/{r['agree_mean']:.1f} |")
+  return "\n".join(lines)
+
+
+def parse_shapes(s):
+  out = []
+  for part in s.split(","):
+    p, n = part.split(":")
+    out.append((int(p), int(n)))
+  return out
+
+
+def main(argv=None):
+  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap.add_argument("--quick", action="store_true",
+                  help="small grid: small+medium, P/N 128/64 only, B 1,32, "
+                  "2 timed runs")
+  ap.add_argument("--models", default="small,medium")
+  ap.add_argument("--batches", default="1,8,32")
+  ap.add_argument("--shapes", default="128:64,512:64,32:128",
+                  help="comma list of prompt:new")
+  ap.add_argument("--medium-shapes", default="128:64,32:128",
+                  help="shapes for the medium model (~10x slower; add 512:64 for a "
+                  "long-prompt row, +~3 min)")
+  ap.add_argument("--runs", type=int, default=3)
+  ap.add_argument("--agree", type=int, default=4,
+                  help="greedy tokens that must agree on every row")
+  ap.add_argument("--peak-n", type=int, default=2048)
+  ap.add_argument("--threads", type=int, default=2)
+  ap.add_argument("--rla-path", default=None,
+                  help="directory holding an alternative rla_jax package "
+                  "(e.g. a /tmp copy with a proposed change), put first on "
+                  "sys.path")
+  args = ap.parse_args(argv)
+  if args.rla_path:
+    sys.path.insert(0, os.path.abspath(args.rla_path))
+  if args.quick:
+    args.batches, args.shapes, args.medium_shapes, args.runs = (
+        "1,32", "128:64", "128:64", 2)
+
+  import torch
+  torch.set_num_threads(args.threads)
+  torch.set_num_interop_threads(1)
+  import transformers
+  import rla_jax
+  from rla_jax.models.hf_io import load_qwen
+
+  batches = [int(b) for b in args.batches.split(",")]
+  load = os.getloadavg()
+  print(f"# bench_sampler  {' '.join(sys.argv[1:])}")
+  print(f"jax {jax.__version__}, torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads), transformers "
+        f"{transformers.__version__}; cpus {os.cpu_count()}; "
+        f"load avg at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+        f"rla_jax from {os.path.dirname(rla_jax.__file__)}")
+  t_all = time.perf_counter()
+  peak_start = measure_matmul_peak(args.peak_n)
+  print(f"matmul peak at start (jitted f32 {args.peak_n}^3, best of 10): "
+        f"{peak_start:.1f} GFLOP/s", flush=True)
+
+  rows = []
+  rng = np.random.default_rng(0)
+  for name in args.models.split(","):
+    shapes = parse_shapes(args.medium_shapes if name == "medium"
+                          else args.shapes)
+    max_pos = max(p + n for p, n in shapes)
+    with tempfile.TemporaryDirectory() as d:
+      hf_model = make_hf_model(name, max(max_pos, 1024), d)
+      jx_model = load_qwen(d)
+    n_params = sum(p.numel() for p in hf_model.parameters())
+    print(f"model {name}: {n_params:,} params (tied embeddings)", flush=True)
+    hf = HFRunner(hf_model)
+    for P, N in shapes:
+      jx = JaxRunner(jx_model, P, N, batches)
+      for B in batches:
+        t = time.perf_counter()
+        r = bench_config(name, hf, jx, B, P, N, args.runs, args.agree, rng)
+        rows.append(r)
+        print(f"  {name} B={B:>2} P={P} N={N}: HF {r['hf_e2e']:.0f} "
+              f"rla_jax {r['jx_e2e']:.0f} tok/s (x{r['jx_e2e'] / r['hf_e2e']:.2f})"
+              f"; decode {r['hf_dec']:.0f} / {r['jx_dec']:.0f}; prefill "
+              f"{r['jx_gflops']:.1f} GFLOP/s; compiles {r['jx_ncomp']} "
+              f"(+{r['jx_ncomp_steady']} after warm-up); "
+              f"[{time.perf_counter() - t:.0f} s]", flush=True)
+        if r["jx_ncomp_steady"]:
+          raise SystemExit("rla_jax recompiled after warm-up")
+  peak_end = measure_matmul_peak(args.peak_n)
+  # The higher of the two is the less disturbed one (the machine is shared).
+  peak = max(peak_start, peak_end)
+  load = os.getloadavg()
+  print()
+  print(fmt_table(rows, peak))
+  print()
+  print(f"matmul peak (max of start {peak_start:.1f}, end {peak_end:.1f}): "
+        f"{peak:.1f} GFLOP/s; total {time.perf_counter() - t_all:.0f} s; "
+        f"load avg at end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+  b32 = [r for r in rows if r["B"] == 32 and MODELS[r["model"]]
+         ["hidden_size"] >= 256]
+  if b32:
+    print("acceptance (hidden >= 256): batch-32 e2e ratio min "
+          f"{min(r['jx_e2e'] / r['hf_e2e'] for r in b32):.2f} (bar 3.0); "
+          "prefill % of peak min over all rows "
+          f"{100 * min(r['jx_gflops'] for r in rows) / peak:.0f}% (bar 40%)")
+
+
+if __name__ == "__main__":
+  main()
