@@ -1,0 +1,61 @@
+"""Command-line plumbing shared by the launchers (no flags defined here)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIG_DIR = os.path.join(_REPO, "configs")
+
+
+def resolve_config_arg(argv: list[str]) -> list[str]:
+  """Rewrites --config=NAME[:PRESET] to the config file path.
+
+  Raises SystemExit with a clear message for an unknown config name.
+  """
+  out = []
+  for arg in argv:
+    if arg.startswith("--config="):
+      value = arg[len("--config="):]
+      name, _, preset = value.partition(":")
+      if not name.endswith(".py"):
+        path = os.path.join(CONFIG_DIR, f"{name}.py")
+        if not os.path.isfile(path):
+          known = sorted(f[:-3] for f in os.listdir(CONFIG_DIR)
+                         if f.endswith(".py") and f not in ("__init__.py",
+                                                            "common.py"))
+          raise SystemExit(f"error: unknown config {name!r}; known configs: "
+                           f"{', '.join(known)} (or a path to a .py file)")
+        value = path + (f":{preset}" if preset else "")
+      arg = "--config=" + value
+    out.append(arg)
+  return out
+
+
+def enable_compilation_cache() -> None:
+  """Persistent XLA cache: restarts and resumed runs skip recompiling."""
+  import jax  # pylint: disable=import-outside-toplevel
+  path = os.environ.get("RLA_JAX_XLA_CACHE", os.path.join(
+      os.path.expanduser("~"), ".cache", "rla_jax", "xla"))
+  if path:
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+def log(msg: str) -> None:
+  print(msg, file=sys.stderr, flush=True)
+
+
+SETUP_ERRORS = (ValueError, KeyError, FileNotFoundError, AttributeError)
+
+
+def fail(e: BaseException) -> None:
+  msg = e.args[0] if isinstance(e, (KeyError, AttributeError)) and e.args \
+      else str(e)
+  if "Traceback" in msg:  # ml_collections embeds the config's traceback
+    msg = [line for line in msg.splitlines() if line.strip()][-1]
+  print(f"error: {msg}", file=sys.stderr, flush=True)
+  sys.exit(2)
+
+
