@@ -9,6 +9,16 @@ own prompt and response (no re-tokenisation, no misalignment).
 
 `judge_episodes` then builds one judge prompt per step of every trajectory
 and samples m judgements for all of them in batched sampler calls.
+
+Multi-process: each process owns a contiguous block of the games
+(`distributed.process_slice`) and steps only those environments. At every
+turn the live agents' prompts are all-gathered, so every process makes the
+same global sampler call (rows in the single-process order, hence the same
+samples as a single-process run); each process keeps the replies of its own
+agents. The finished episodes are all-gathered at the end, so
+`rollout_episodes` returns the GLOBAL list on every process and callers need
+no change. `judge_episodes` takes that global list and runs the same global
+sampler calls on every process.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
+from rla_jax import distributed
 from rla_jax.envs.alfworld import Game, make_env
 from rla_jax.rl import agent_text
 from rla_jax.rl.parsing import parse_action_index, parse_boxed_score
@@ -80,35 +91,66 @@ def rollout_episodes(games: Sequence[Game], task_ids: Sequence[str],
                      ) -> list[Episode]:
   """Plays every game once with the policy; returns one Episode per game.
 
+  `games` is the global list (the same on every process); this process
+  plays its own block of it and the result is the global list of episodes,
+  in the order of `games`, on every process.
+
   timings, if given, accumulates seconds under "env" (reset + steps) and
-  "policy_sampling" (prompt rendering, sampling, decoding).
+  "policy_sampling" (prompt rendering, sampling, decoding and, when
+  multi-process, the host gathers).
   """
   timings = {} if timings is None else timings
   timings.setdefault("env", 0.0)
   timings.setdefault("policy_sampling", 0.0)
-  t0 = time.perf_counter()
   if len(games) != len(task_ids):
     raise ValueError(f"{len(games)} games but {len(task_ids)} task ids")
-  env = make_env(backend, len(games), max_steps=max_steps)
-  obs, infos = env.reset(list(games))
+  own = distributed.process_slice(len(games))
+  episodes = _play_own_games(list(games[own]), list(task_ids[own]), own.start,
+                             sampler, tokenizer, backend=backend,
+                             max_steps=max_steps, history_steps=history_steps,
+                             seed=seed, params=params, timings=timings)
+  t0 = time.perf_counter()
+  episodes = distributed.allgather_lists(episodes)
+  timings["policy_sampling"] += time.perf_counter() - t0
+  return episodes
+
+
+def _play_own_games(games: list[Game], task_ids: list[str], offset: int,
+                    sampler: Sampler, tokenizer, *, backend: str,
+                    max_steps: int, history_steps: int | None, seed: int,
+                    params: SamplingParams, timings: dict) -> list[Episode]:
+  """Steps this process's games; rows of games[i] are global row offset + i.
+
+  Every turn is one global sampler call over all processes' live agents,
+  ordered by global row; the loop ends when no agent is live anywhere.
+  """
+  t0 = time.perf_counter()
+  env = make_env(backend, len(games), max_steps=max_steps) if games else None
+  obs, infos = env.reset(games) if games else ([], {"admissible_commands":
+                                                     []})
   episodes = [Episode(t, g, observations=[o]) for t, g, o in
               zip(task_ids, games, obs)]
   admissible = infos["admissible_commands"]
   done = [False] * len(games)
   timings["env"] += time.perf_counter() - t0
   for turn in range(max_steps):
-    live = [i for i, d in enumerate(done) if not d]
-    if not live:
-      break
     t0 = time.perf_counter()
+    live = [i for i, d in enumerate(done) if not d]
     texts = {i: agent_text.policy_step_text(
         episodes[i].observations, episodes[i].actions, admissible[i],
         history_steps) for i in live}
     ids = {i: agent_text.chat_ids(tokenizer, texts[i]) for i in live}
-    out = sampler.generate([ids[i] for i in live], seed=_seed(seed, turn),
+    # (global row, prompt ids) of every process's live agents, row order
+    rows = distributed.allgather_lists(
+        [(offset + i, ids[i]) for i in live])
+    if not rows:
+      break
+    out = sampler.generate([r for _, r in rows], seed=_seed(seed, turn),
                            **dataclasses.asdict(params))
+    position = {g: j for j, (g, _) in enumerate(rows)}
     commands: list[str | None] = [None] * len(games)
-    for j, i in enumerate(live):
+    for i in live:
+      j = position[offset + i]
       text = tokenizer.decode(out.tokens[j], skip_special_tokens=True)
       options = candidate_actions(admissible[i])
       command = options[parse_action_index(text, len(options))]
@@ -122,6 +164,8 @@ def rollout_episodes(games: Sequence[Game], task_ids: Sequence[str],
       commands[i] = command
     t1 = time.perf_counter()
     timings["policy_sampling"] += t1 - t0
+    if not live:
+      continue  # this process is done; others still sample
     obs, won, dones, infos = env.step(commands)
     admissible = infos["admissible_commands"]
     for i in live:

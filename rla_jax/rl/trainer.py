@@ -10,6 +10,10 @@ sequence chunks (`token_logprobs`), so no [B, T, V] tensor is built.
 
 The same learner trains the policy and the reward model (the paper trains
 both with the same loss).
+
+Multi-process: every process calls `update` with the same global samples
+(checked); each process uploads only the rows its devices hold, and the
+parameters and optimizer state stay sharded over all processes' devices.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import optax
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from rla_jax import distributed
 from rla_jax import sharding as shd
 from rla_jax.models.logprobs import token_logprobs
 from rla_jax.models.qwen import Qwen
@@ -147,7 +152,10 @@ class Learner:
                pad_id: int = 0):
     self.cfg = cfg
     self.pad_id = pad_id
-    self.mesh = mesh or shd.make_mesh(1, 1, 1, devices=jax.devices()[:1])
+    if mesh is None:  # one local device; all devices when multi-process
+      mesh = (shd.make_mesh(1, -1, 1) if distributed.is_multiprocess()
+              else shd.make_mesh(1, 1, 1, devices=jax.devices()[:1]))
+    self.mesh = mesh
     self.rules = rules
     model = shd.shard_module(model, self.mesh, rules)
     self.graphdef, self.state = nnx.split(model)
@@ -165,6 +173,11 @@ class Learner:
         donate_argnums=(0, 1), out_shardings=(state_sh, opt_sh, None))
     self.seq_buckets = power_of_two_buckets(32, cfg.max_seq_len)
 
+  @property
+  def _fully_addressable(self) -> bool:
+    return all(d.process_index == jax.process_index()
+               for d in self.mesh.devices.flat)
+
   # ------------------------------------------------------------ models
   def model(self) -> Qwen:
     """The current model (shares this learner's parameter arrays)."""
@@ -174,8 +187,14 @@ class Learner:
     """Fresh AdamW state (committed to its devices, so the jitted step sees
     the same input placement on every call and never recompiles)."""
     opt_state = jax.jit(self.tx.init)(self.state)
-    self.opt_state = jax.tree.map(lambda x: jax.device_put(x, x.sharding),
-                                  opt_state)
+    # Leaves not derived from a parameter (the step count) land on one
+    # device; replicate them over the mesh (needed when it spans processes).
+    mesh_devices = set(self.mesh.devices.flat)
+    replicated = NamedSharding(self.mesh, P())
+    self.opt_state = jax.tree.map(
+        lambda x: jax.device_put(x, x.sharding)
+        if x.sharding.device_set == mesh_devices
+        else distributed.put_global(np.asarray(x), replicated), opt_state)
 
   # ------------------------------------------------------------ update
   def _micro_rows(self) -> int:
@@ -195,16 +214,19 @@ class Learner:
     M = pick_bucket(-(-len(samples) // b), power_of_two_buckets(1, 1 << 16),
                     "micro-batch count")
     packed = pack_samples(samples, T, M * b, self.pad_id)
+    if not self._fully_addressable:
+      distributed.assert_same_on_all_processes(
+          "Learner.update samples", *packed.values())
     sharding = NamedSharding(self.mesh, P(None, self._batch_axis, None))
     batches = {}
     for k, v in packed.items():
       v = v.reshape((M, b) + v.shape[1:])
       sh = sharding if v.ndim == 3 else NamedSharding(
           self.mesh, P(None, self._batch_axis))
-      batches[k] = jax.device_put(v, sh)
+      batches[k] = distributed.put_global(v, sh)
     self.state, self.opt_state, out = self._step(self.state, self.opt_state,
                                                  batches)
-    return {k: float(v) for k, v in jax.device_get(out).items()}
+    return {k: float(v) for k, v in distributed.to_host(out).items()}
 
   def train_epoch(self, samples: Sequence[Sample], num_updates: int
                   ) -> list[dict[str, float]]:
@@ -224,7 +246,7 @@ class Learner:
     packed = pack_samples(samples, T, len(samples), self.pad_id)
     lp = _sequence_lp(self.graphdef, self.state, packed["tokens"],
                       packed["mask"], self.cfg.logprob_chunk)
-    lp = np.asarray(lp)
+    lp = distributed.to_host(lp)
     return [lp[i, len(s.prompt):len(s.prompt) + len(s.response)]
             for i, s in enumerate(samples)]
 

@@ -14,6 +14,12 @@ per-turn cost grows with the new tokens, not with the history.
 Compiled shapes are bounded: chunk length and batch size are rounded up to
 buckets; temperature, top-p, top-k, greedy, the token budget and the seed
 are traced values.
+
+Multi-process (a mesh spanning several hosts): every process calls
+`generate` / `Session.turn` with the same global rows and sampling
+arguments (checked: a mismatch raises on every process); inputs are placed
+shard by shard with `distributed.put_global` and the outputs are gathered to
+every process, so each host gets the full `SampleOutput`.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding
 
+from rla_jax import distributed
 from rla_jax import sharding as shd
 from rla_jax.models.kv_cache import KVCache, cache_logical_axes, init_cache
 from rla_jax.models.qwen import Qwen
@@ -128,6 +135,7 @@ class Sampler:
     self.batch_buckets = tuple(sorted(batch_buckets or power_of_two_buckets(
         1, 4096)))
     self.mesh, self.rules = mesh, rules
+    self._cache_makers = {}
     self.update_params(model)
 
   # ----------------------------------------------------------- params
@@ -175,13 +183,31 @@ class Sampler:
       b = -(-b // div) * div
     return b
 
+  def _sharding(self, axes, shape) -> NamedSharding:
+    return NamedSharding(self.mesh, shd.logical_to_spec(axes, shape,
+                                                        self.mesh, self.rules))
+
   def _place(self, x, axes):
     if self.mesh is None:
       return jnp.asarray(x)
-    spec = shd.logical_to_spec(axes, np.shape(x), self.mesh, self.rules)
-    return jax.device_put(x, NamedSharding(self.mesh, spec))
+    return distributed.put_global(x, self._sharding(axes, np.shape(x)))
+
+  @property
+  def _spans_processes(self) -> bool:
+    return self.mesh is not None and not all(
+        d.process_index == jax.process_index() for d in self.mesh.devices.flat)
 
   def new_cache(self, batch: int, num_slots: int) -> KVCache:
+    if self._spans_processes:  # created in place, shard by shard
+      key = (batch, num_slots, jnp.dtype(self.cache_dtype).name)
+      if key not in self._cache_makers:
+        make = functools.partial(init_cache, self.cfg, batch, num_slots,
+                                 self.cache_dtype)
+        out = jax.tree.map(lambda a, s: self._sharding(a, s.shape),
+                           cache_logical_axes(), jax.eval_shape(make),
+                           is_leaf=lambda x: isinstance(x, tuple))
+        self._cache_makers[key] = jax.jit(make, out_shardings=out)
+      return self._cache_makers[key]()
     cache = init_cache(self.cfg, batch, num_slots, self.cache_dtype)
     if self.mesh is None:
       return cache
@@ -206,6 +232,11 @@ class Sampler:
     ids, mask = left_pad(rows, T, B, self.pad_id)
     active = np.zeros((B,), bool)
     active[:n] = active_rows
+    if self._spans_processes:
+      distributed.assert_same_on_all_processes(
+          "Sampler call (rows and sampling arguments)", ids, mask, active,
+          np.asarray([seed, top_k, bool(greedy), budget, used], np.int64),
+          np.asarray([temperature, top_p], np.float64))
     ids = self._place(ids, ("batch", "length"))
     mask = self._place(mask, ("batch", "length"))
     cache, logits = _prefill(self.graphdef, self.state, cache, ids, mask)
@@ -215,7 +246,7 @@ class Sampler:
         jax.random.key(seed), jnp.float32(temperature), jnp.float32(top_p),
         jnp.int32(top_k), jnp.bool_(greedy), jnp.int32(budget),
         jnp.asarray(self.stop_token_ids), jnp.int32(self.pad_id))
-    tok, lp, stopped = jax.device_get((tok, lp, stopped))
+    tok, lp, stopped = distributed.to_host((tok, lp, stopped))
     out_tokens, out_lp, out_stop = [], [], []
     for i in range(n):
       if not active[i]:
