@@ -1,0 +1,19 @@
+"""Warm start of the AlfWorld closed loop without downloadable weights.
+
+Public API::
+
+    default_warmstart_config() -> dict          # tuned defaults (documented in config.py)
+    build_warm_start(cfg, out_dir, *, log=print) -> dict(tokenizer_dir, policy_dir,
+                                                         reward_dir, report)
+    load_warm_start(result) -> (tokenizer, policy Qwen, reward Qwen)
+
+Modules: config (defaults, hash), bpe_tokenizer (byte-level BPE + ChatML),
+demos (noisy-expert rollouts, policy/judge examples), drills (token samples,
+candidate-index lookup drills), sft (supervised trainer), evaluate (policy
+success, judge process accuracy), build (the staged pipeline and its cache).
+"""
+
+from rla_jax.warmstart.build import build_warm_start, load_warm_start
+from rla_jax.warmstart.config import default_warmstart_config
+
+__all__ = ["build_warm_start", "default_warmstart_config", "load_warm_start"]

@@ -1,0 +1,121 @@
+"""Warm-start configuration: defaults, validation and a stable hash.
+
+Fields (all have working defaults, see `default_warmstart_config`):
+
+  seed                 master seed (games, noise, init, batches, sampling)
+  room_size            "small" | "full" (ALFWorld generator room size)
+  history_steps        H of the policy prompt's history window (the RL loop
+                       must use the same value)
+  max_demo_steps       step cap of demonstration rollouts
+  vocab_size           BPE vocabulary size (incl. 3 specials and 256 bytes)
+  num_pretrain_games   train games whose noisy rollouts feed the tokenizer
+                       corpus and the lookup drills' candidate lists
+  num_demo_episodes    noisy-expert episodes (one per train game) whose
+                       expert targets form the policy SFT set
+  demo_epsilon         probability of a random admissible action in demos
+  model.*              Qwen3 shapes (hidden_size, intermediate_size,
+                       num_layers, num_heads, num_kv_heads, head_dim,
+                       rope_theta, tie_word_embeddings)
+  drill.*              lookup-drill pretraining of the policy base:
+                       steps, batch_size, learning_rate, num_queries
+                       (steps = 0 disables it)
+  policy_sft.*         steps, batch_size, learning_rate, prompt_weight,
+                       answer_weight (loss weight of the boxed index tokens),
+                       length_multiple (padded lengths: fewer compiles vs less padding)
+  num_rm_episodes      noisy episodes providing judge examples
+  rm_epsilon           their random-action probability
+  num_rm_examples      judge SFT examples (balanced +1/-1)
+  rm_label_noise       fraction of judge training targets flipped
+  rm_init              "drill" (start from the drill-pretrained base) or
+                       "scratch" (random init)
+  rm_sft.*             as policy_sft
+  eval.*               num_games (valid_seen), max_steps, temperature,
+                       greedy, batch_size, rm_max_steps (judge eval cap)
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+_DEFAULTS: dict[str, Any] = {
+    "seed": 0,
+    "room_size": "small",
+    "history_steps": 2,
+    "max_demo_steps": 40,
+    "vocab_size": 1024,
+    "num_pretrain_games": 150,
+    "num_demo_episodes": 120,
+    "demo_epsilon": 0.3,
+    "model": {"hidden_size": 128, "intermediate_size": 384, "num_layers": 4,
+              "num_heads": 4, "num_kv_heads": 2, "head_dim": 32,
+              "rope_theta": 10000.0, "tie_word_embeddings": True},
+    "drill": {"steps": 250, "batch_size": 16, "learning_rate": 3e-3,
+              "num_queries": 8, "length_multiple": 128},
+    "policy_sft": {"steps": 150, "batch_size": 16, "learning_rate": 2e-3,
+                   "prompt_weight": 0.1, "answer_weight": 3.0,
+                   "length_multiple": 128},
+    "num_rm_episodes": 120,
+    "rm_epsilon": 0.5,
+    "num_rm_examples": 400,
+    "rm_label_noise": 0.2,
+    "rm_init": "drill",
+    "rm_sft": {"steps": 60, "batch_size": 16, "learning_rate": 2e-3,
+               "prompt_weight": 0.05, "answer_weight": 3.0,
+               "length_multiple": 128},
+    "eval": {"num_games": 32, "max_steps": 50, "temperature": 0.8,
+             "greedy": False, "batch_size": 32, "rm_max_steps": 192},
+}
+
+
+def default_warmstart_config() -> dict[str, Any]:
+  """The tuned defaults (a fresh nested dict; edit freely)."""
+  return copy.deepcopy(_DEFAULTS)
+
+
+def _plain(cfg) -> dict:
+  if hasattr(cfg, "to_dict"):  # ml_collections.ConfigDict
+    cfg = cfg.to_dict()
+  if not isinstance(cfg, dict):
+    raise TypeError(f"warm-start config must be a dict or ConfigDict, got "
+                    f"{type(cfg).__name__}")
+  return cfg
+
+
+def resolve_config(cfg=None) -> dict[str, Any]:
+  """Defaults overridden by `cfg` (nested dicts merge key by key).
+
+  Unknown keys raise ValueError naming the key (catches typos early).
+  """
+  out = default_warmstart_config()
+  for key, value in _plain(cfg or {}).items():
+    if key not in out:
+      raise ValueError(f"warm-start config: unknown key {key!r}; known: "
+                       f"{sorted(out)}")
+    if isinstance(out[key], dict):
+      value = _plain(value)
+      for sub, v in value.items():
+        if sub not in out[key]:
+          raise ValueError(f"warm-start config: unknown key {key}.{sub}; "
+                           f"known: {sorted(out[key])}")
+        out[key][sub] = v
+    else:
+      out[key] = value
+  if out["room_size"] not in ("small", "full"):
+    raise ValueError(f"warm-start config: room_size must be 'small' or "
+                     f"'full', got {out['room_size']!r}")
+  if out["rm_init"] not in ("drill", "scratch"):
+    raise ValueError(f"warm-start config: rm_init must be 'drill' or "
+                     f"'scratch', got {out['rm_init']!r}")
+  for key in ("num_pretrain_games", "num_demo_episodes", "num_rm_episodes",
+              "num_rm_examples"):
+    if int(out[key]) < 1:
+      raise ValueError(f"warm-start config: {key} must be >= 1, got {out[key]}")
+  return out
+
+
+def config_hash(cfg: dict[str, Any]) -> str:
+  """sha256 of the resolved config's canonical JSON."""
+  return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()
