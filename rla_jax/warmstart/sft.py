@@ -102,7 +102,7 @@ def _sft_step(graphdef, tx, prompt_weight, chunk, state, opt_state, batch):
   updates, opt_state = tx.update(grads, opt_state, state)
   state = optax.apply_updates(state, updates)
   return state, opt_state, {"loss": loss, "response_loss": resp_loss,
-                            "grad_norm": optax.global_norm(grads)}
+                            "grad_norm": optax.tree.norm(grads)}
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2))

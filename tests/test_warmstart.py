@@ -1,0 +1,153 @@
+"""Warm start: a tiny end-to-end build (tokenizer, policy, reward model) and its parts."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from rla_jax.envs.alfworld import generate_split, label_progress, next_action
+from rla_jax.rl import agent_text
+from rla_jax.rl.parsing import parse_action_index
+from rla_jax.warmstart import build_warm_start, default_warmstart_config
+from rla_jax.warmstart import demos, drills
+from rla_jax.warmstart.config import resolve_config
+
+TINY = {
+    "num_pretrain_games": 12, "num_demo_episodes": 8, "num_rm_episodes": 4,
+    "num_rm_examples": 16, "vocab_size": 400,
+    "model": {"hidden_size": 32, "intermediate_size": 64, "num_layers": 2,
+              "num_heads": 2, "num_kv_heads": 1, "head_dim": 16},
+    "drill": {"steps": 2, "batch_size": 4, "length_multiple": 512},
+    "policy_sft": {"steps": 12, "batch_size": 4, "learning_rate": 1e-2,
+                   "length_multiple": 512},
+    "rm_sft": {"steps": 2, "batch_size": 4, "length_multiple": 1024},
+    "eval": {"num_games": 4, "max_steps": 2, "batch_size": 4, "rm_max_steps": 4},
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+  out = str(tmp_path_factory.mktemp("warm"))
+  lines: list[str] = []
+  result = build_warm_start(TINY, out, log=lines.append)
+  return out, result, lines
+
+
+def test_tokenizer_loads_round_trips_and_renders_chatml(built):
+  from transformers import AutoTokenizer  # pylint: disable=import-outside-toplevel
+  _, result, _ = built
+  tok = AutoTokenizer.from_pretrained(result["tokenizer_dir"], local_files_only=True)
+  for text in ("I will go to fridge 1. \\boxed{12}", "This is a bad step. \\boxed{-1}",
+               "  odd  spacing\n\ttabs, ünïcödé ✓ {}[] 3/8 ", "You arrive at countertop 1."):
+    assert tok.decode(tok.encode(text, add_special_tokens=False)) == text
+  prompt = tok.apply_chat_template([{"role": "user", "content": "look"}],
+                                   tokenize=False, add_generation_prompt=True)
+  assert prompt == "<|im_start|>user\nlook<|im_end|>\n<|im_start|>assistant\n"
+  ids = tok.encode(prompt, add_special_tokens=False)
+  assert ids[0] == tok.convert_tokens_to_ids("<|im_start|>")
+  assert tok.pad_token == "<|endoftext|>" and tok.eos_token == "<|im_end|>"
+  assert agent_text.end_of_turn_ids(tok)[0] == tok.convert_tokens_to_ids("<|im_end|>")
+
+
+def test_checkpoints_load_in_rla_jax_and_transformers(built):
+  import torch  # pylint: disable=import-outside-toplevel
+  from transformers import AutoModelForCausalLM  # pylint: disable=import-outside-toplevel
+  from rla_jax.models import load_qwen  # pylint: disable=import-outside-toplevel
+  from rla_jax.tokenizer import load_tokenizer  # pylint: disable=import-outside-toplevel
+  _, result, _ = built
+  tok = load_tokenizer(result["policy_dir"])  # saved alongside the weights
+  ids = agent_text.chat_ids(tok, "Your task is to: put a cloth in shelf.")
+  policy = load_qwen(result["policy_dir"])
+  reward = load_qwen(result["reward_dir"])
+  assert policy.cfg.vocab_size == len(tok) == reward.cfg.vocab_size
+  ours, _ = policy(np.asarray([ids], np.int32))
+  hf = AutoModelForCausalLM.from_pretrained(result["policy_dir"], dtype=torch.float32).eval()
+  with torch.no_grad():
+    theirs = hf(input_ids=torch.tensor([ids])).logits.numpy()
+  np.testing.assert_allclose(np.asarray(ours), theirs, atol=2e-4, rtol=2e-3)
+  ours_rm, _ = reward(np.asarray([ids], np.int32))
+  assert not np.allclose(np.asarray(ours_rm), np.asarray(ours))  # separate weights
+
+
+def test_sft_lowers_heldout_response_loss_and_report_is_complete(built):
+  _, result, lines = built
+  rep = result["report"]
+  pol = rep["policy"]
+  assert pol["heldout_response_loss_after"] < pol["heldout_response_loss_before"] - 0.3
+  assert 0.0 <= pol["success_rate"] <= 1.0 and pol["num_games"] == 4
+  for key in ("on_policy_steps", "on_heldout_noisy_steps"):
+    assert 0.0 <= rep["reward_model"][key]["accuracy"] <= 1.0
+  assert set(rep["timings_s"]) >= {"data", "tokenizer", "drill", "policy_sft", "rm_sft",
+                                   "policy_eval", "rm_eval", "save", "total"}
+  assert rep["cache_hit"] is False
+  assert any("policy_sft step" in line for line in lines)
+
+
+def test_second_call_reuses_cache_without_training(built):
+  out, first, _ = built
+  marker = os.path.join(out, "warmstart.json")
+  mtime = os.path.getmtime(os.path.join(first["policy_dir"], "model.safetensors"))
+  lines: list[str] = []
+  again = build_warm_start(TINY, out, log=lines.append)
+  assert again["report"]["cache_hit"] is True
+  assert any("cache hit" in line for line in lines)
+  assert not any("step" in line for line in lines)
+  assert os.path.getmtime(os.path.join(first["policy_dir"], "model.safetensors")) == mtime
+  with open(marker) as f:
+    assert json.load(f)["config_hash"] == first["report"]["config_hash"]
+  # a different config is not served from the cache
+  other = resolve_config({**TINY, "seed": 1})
+  assert other != resolve_config(TINY)
+
+
+def test_noisy_rollouts_are_deterministic_and_targets_are_expert_choices():
+  games = generate_split("train", 6, seed=3, room_size="small")
+  a = demos.noisy_expert_rollouts(games, 0.5, np.random.default_rng(7), 20)
+  b = demos.noisy_expert_rollouts(games, 0.5, np.random.default_rng(7), 20)
+  assert [e.actions for e in a] == [e.actions for e in b]
+  assert any(act != exp for e in a for act, exp in zip(e.actions, e.expert))  # noise happened
+  examples = demos.policy_examples(a, 2)
+  ep, k = a[0], 0
+  ex = examples[0]
+  cands = ep.admissible[k]
+  assert cands[parse_action_index(ex.response_text, len(cands))] == next_action(ep.game, [])
+  judged = demos.judge_examples(a, 2)
+  flat = [(e, k) for e in a for k in range(len(e.actions))]
+  assert len(judged) == len(flat)
+  for j, (e, k) in zip(judged, flat):
+    assert j.label == (1 if label_progress(e.game, e.actions[:k], e.actions[k]) else -1)
+
+
+def test_balance_and_corrupt_balances_labels_and_flips_targets():
+  pool = [demos.TextExample(f"p{i}", "", 1 if i % 4 else -1) for i in range(200)]
+  out = demos.balance_and_corrupt(pool, 80, 0.25, np.random.default_rng(0))
+  labels = [e.label for e in out]
+  assert labels.count(1) == labels.count(-1) == 40
+  flipped = sum(e.response_text != agent_text.judge_response_text(e.label) for e in out)
+  assert 8 <= flipped <= 32  # ~20 expected of 80 at 25%
+  with pytest.raises(ValueError, match="rm_label_noise"):
+    demos.balance_and_corrupt(pool, 10, 0.7, np.random.default_rng(0))
+
+
+def test_answer_weights_sit_on_the_boxed_index(built):
+  from rla_jax.tokenizer import load_tokenizer  # pylint: disable=import-outside-toplevel
+  tok = load_tokenizer(built[1]["tokenizer_dir"])
+  _, resp, w = drills.boxed_answer_sample(tok, "q", "I will look. \\boxed{12}", 5.0)
+  heavy = [t for t, x in zip(resp, w) if x == 5.0]
+  assert tok.decode(heavy) == "12"
+  assert resp[-1] == tok.convert_tokens_to_ids("<|im_end|>")
+  _, dresp, dw = drills.lookup_drill(tok, ["go to a 1", "look", "help"], 3,
+                                     np.random.default_rng(0))
+  assert len(dresp) == len(dw) and int((dw == 1.0).sum()) == 3
+
+
+def test_config_rejects_unknown_keys_and_defaults_are_valid():
+  with pytest.raises(ValueError, match="unknown key 'histroy_steps'"):
+    resolve_config({"histroy_steps": 2})
+  with pytest.raises(ValueError, match="policy_sft.stpes"):
+    resolve_config({"policy_sft": {"stpes": 3}})
+  cfg = resolve_config(default_warmstart_config())
+  assert cfg == default_warmstart_config()
