@@ -269,13 +269,14 @@ def main(argv=None):
                   help="small grid: small+medium, P/N 128/64 only, B 1,32, "
                   "2 timed runs")
   ap.add_argument("--models", default="small,medium")
-  ap.add_argument("--batches", default="1,8,32")
-  ap.add_argument("--shapes", default="128:64,512:64,32:128",
-                  help="comma list of prompt:new")
-  ap.add_argument("--medium-shapes", default="128:64,32:128",
-                  help="shapes for the medium model (~10x slower; add 512:64 for a "
-                  "long-prompt row, +~3 min)")
-  ap.add_argument("--runs", type=int, default=3)
+  ap.add_argument("--batches", default=None, help="default 1,8,32")
+  ap.add_argument("--shapes", default=None,
+                  help="comma list of prompt:new (default "
+                  "128:64,512:64,32:128)")
+  ap.add_argument("--medium-shapes", default=None,
+                  help="shapes for the medium model (~10x slower; default "
+                  "128:64,32:128; add 512:64 for a long-prompt row, +~3 min)")
+  ap.add_argument("--runs", type=int, default=None, help="default 3")
   ap.add_argument("--agree", type=int, default=4,
                   help="greedy tokens that must agree on every row")
   ap.add_argument("--peak-n", type=int, default=2048)
@@ -287,9 +288,14 @@ def main(argv=None):
   args = ap.parse_args(argv)
   if args.rla_path:
     sys.path.insert(0, os.path.abspath(args.rla_path))
-  if args.quick:
-    args.batches, args.shapes, args.medium_shapes, args.runs = (
-        "1,32", "128:64", "128:64", 2)
+  # --quick changes the defaults only; explicit flags still win.
+  quick = dict(batches="1,32", shapes="128:64", medium_shapes="128:64",
+               runs=2)
+  full = dict(batches="1,8,32", shapes="128:64,512:64,32:128",
+              medium_shapes="128:64,32:128", runs=3)
+  for k, v in (quick if args.quick else full).items():
+    if getattr(args, k) is None:
+      setattr(args, k, v)
 
   import torch
   torch.set_num_threads(args.threads)
