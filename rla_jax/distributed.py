@@ -63,6 +63,34 @@ def put_global(x, sharding: jax.sharding.Sharding) -> jax.Array:
   return jax.make_array_from_callback(x.shape, sharding, lambda idx: x[idx])
 
 
+def place(x, sharding: jax.sharding.Sharding) -> jax.Array:
+  """`jax.device_put` that also moves a process-local array onto a
+  sharding spanning processes (the value must be the same everywhere).
+
+  jax 0.10's device_put of a single-process array to a replicated
+  cross-process sharding returns an array whose shards cannot be read back
+  (Orbax then fails with "input arrays must have one shard each"), so that
+  case goes through the host and `put_global`.
+  """
+  if (sharding.is_fully_addressable or not isinstance(x, jax.Array)
+      or not x.is_fully_addressable):
+    return jax.device_put(x, sharding)
+  return put_global(np.asarray(x), sharding)
+
+
+def place_module(module, mesh: jax.sharding.Mesh, rules):
+  """`sharding.shard_module` via `place`: safe for a process-local module
+  and a mesh spanning processes; the same as shard_module otherwise."""
+  from flax import nnx  # pylint: disable=import-outside-toplevel
+  from rla_jax import sharding as shd  # pylint: disable=import-outside-toplevel
+  graphdef, state = nnx.split(module)
+  shardings = shd.state_shardings(state, mesh, rules)
+  state = jax.tree.map(
+      lambda v, s: v.replace(place(v.get_value(), s.get_value())),
+      state, shardings, is_leaf=lambda x: isinstance(x, nnx.Variable))
+  return nnx.merge(graphdef, state)
+
+
 def to_host(tree: Any) -> Any:
   """Numpy copies of (possibly cross-process) arrays, on every process.
 
@@ -70,6 +98,10 @@ def to_host(tree: Any) -> Any:
   with shards on other processes are all-gathered (a collective: every
   process must call this with the same tree).
   """
+  if all(not isinstance(x, jax.Array) or x.is_fully_addressable
+         for x in jax.tree.leaves(tree)):
+    return jax.device_get(tree)  # one batched transfer, as before
+
   def one(x):
     if not isinstance(x, jax.Array) or x.is_fully_addressable:
       return np.asarray(jax.device_get(x))

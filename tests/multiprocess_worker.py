@@ -7,7 +7,8 @@ process joins a jax.distributed run (CPU, gloo collectives, one device per
 process); without them it is the single-process reference. It runs
 
   1. `Learner.update` x3 on a fixed, seeded set of samples (a 2-way FSDP
-     mesh when there are 2 processes);
+     mesh when there are 2 processes), then `Sampler.generate` from the
+     trained parameters;
   2. two RL steps of the ALFWorld closed loop (preset "smoke", tiny models
      from MODELS_DIR) through `make_loop(config, workdir).run()`, recording
      every rollout's sampled tokens, log-probs and actions and every judge
@@ -58,11 +59,13 @@ def _flat_params(state, prefix: str) -> dict[str, np.ndarray]:
 
 
 def learner_updates() -> dict[str, np.ndarray]:
-  """Three optimizer steps on fixed, seeded samples (really moves weights)."""
+  """Three optimizer steps on fixed, seeded samples (really moves weights),
+  then a sampled batch from the trained parameters."""
   from flax import nnx  # pylint: disable=import-outside-toplevel
   from rla_jax import sharding as shd  # pylint: disable=import-outside-toplevel
   from rla_jax.models import Qwen  # pylint: disable=import-outside-toplevel
   from rla_jax.rl.trainer import Learner, OptimConfig, Sample  # pylint: disable=import-outside-toplevel
+  from rla_jax.sampling.sampler import Sampler  # pylint: disable=import-outside-toplevel
   rng = np.random.RandomState(0)
   samples = []
   for i in range(24):
@@ -71,15 +74,25 @@ def learner_updates() -> dict[str, np.ndarray]:
     samples.append(Sample(prompt, list(map(int, rng.randint(3, 211, size=n))),
                           -rng.uniform(0.5, 5.0, size=n).astype(np.float32),
                           float(rng.randn())))
+  mesh = shd.make_mesh(1, -1, 1)
   learner = Learner(Qwen(_learner_model(), rngs=nnx.Rngs(0)),
-                    OptimConfig(learning_rate=1e-3, micro_batch_size=4,
-                                max_seq_len=64),
-                    mesh=shd.make_mesh(1, -1, 1))
+                    OptimConfig(learning_rate=1e-3, eps=1e-5,
+                                micro_batch_size=4, max_seq_len=64),
+                    mesh=mesh)
   # 3 updates of 8 samples: 2 micro-batches of 4 rows, accumulated
   metrics = [learner.update(samples[i::3]) for i in range(3)]
   out = _flat_params(learner.state, "learner/")
   out["learner_metrics"] = np.asarray(
       [[m[k] for k in ("loss", "grad_norm", "num_samples")] for m in metrics])
+  # Sampling from the trained, cross-process parameters (resharded to the
+  # sampling rules), with temperature and top-p.
+  sampler = Sampler(learner.model(), max_prompt_len=32, max_new_tokens=6,
+                    stop_token_ids=[7], mesh=mesh)
+  gen = sampler.generate([s.prompt for s in samples[:5]], seed=3,
+                         temperature=1.0, top_p=0.9)
+  out["sample_tokens"] = np.asarray([t + [-1] * (6 - len(t))
+                                     for t in gen.tokens])
+  out["sample_logprobs"] = np.concatenate(gen.logprobs)
   return out
 
 
@@ -130,7 +143,7 @@ def closed_loop(models: str, workdir: str) -> dict[str, np.ndarray]:
                  policy_dir=os.path.join(models, "policy"),
                  reward_dir=os.path.join(models, "reward"))
   c.rollout.update(max_prompt_len=1024, max_new_tokens=8)
-  c.reward.update(max_new_tokens=8, m=2)
+  c.reward.update(max_new_tokens=8, m=2, judge_batch=8)
   c.env.update(max_steps=3, history_steps=0, rollouts_per_task=2)
   c.eval.update(at_start=False, num_games=3, num_rm_episodes=2, max_steps=2)
   c.checkpoint.every = 2  # one cooperative Orbax save, at the last step
