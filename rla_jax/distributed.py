@@ -78,19 +78,6 @@ def place(x, sharding: jax.sharding.Sharding) -> jax.Array:
   return put_global(np.asarray(x), sharding)
 
 
-def place_module(module, mesh: jax.sharding.Mesh, rules):
-  """`sharding.shard_module` via `place`: safe for a process-local module
-  and a mesh spanning processes; the same as shard_module otherwise."""
-  from flax import nnx  # pylint: disable=import-outside-toplevel
-  from rla_jax import sharding as shd  # pylint: disable=import-outside-toplevel
-  graphdef, state = nnx.split(module)
-  shardings = shd.state_shardings(state, mesh, rules)
-  state = jax.tree.map(
-      lambda v, s: v.replace(place(v.get_value(), s.get_value())),
-      state, shardings, is_leaf=lambda x: isinstance(x, nnx.Variable))
-  return nnx.merge(graphdef, state)
-
-
 def to_host(tree: Any) -> Any:
   """Numpy copies of (possibly cross-process) arrays, on every process.
 

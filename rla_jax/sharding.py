@@ -107,11 +107,16 @@ def state_shardings(state: nnx.State, mesh: Mesh, rules: Rules):
 
 
 def shard_module(module: nnx.Module, mesh: Mesh, rules: Rules) -> nnx.Module:
-  """Places every parameter of `module` on its rule-derived sharding."""
+  """Places every parameter of `module` on its rule-derived sharding.
+
+  Goes through `distributed.place`, so a process-local module can be moved
+  onto a mesh that spans processes.
+  """
+  from rla_jax.distributed import place  # pylint: disable=import-outside-toplevel
   graphdef, state = nnx.split(module)
   shardings = state_shardings(state, mesh, rules)
   state = jax.tree.map(
-      lambda v, s: v.replace(jax.device_put(v.get_value(), s.get_value())),
+      lambda v, s: v.replace(place(v.get_value(), s.get_value())),
       state, shardings, is_leaf=lambda x: isinstance(x, nnx.Variable))
   return nnx.merge(graphdef, state)
 

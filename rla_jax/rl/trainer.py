@@ -157,7 +157,7 @@ class Learner:
               else shd.make_mesh(1, 1, 1, devices=jax.devices()[:1]))
     self.mesh = mesh
     self.rules = rules
-    model = distributed.place_module(model, self.mesh, rules)
+    model = shd.shard_module(model, self.mesh, rules)
     self.graphdef, self.state = nnx.split(model)
     self.tx = optax.chain(
         optax.clip_by_global_norm(cfg.grad_clip),

@@ -147,7 +147,7 @@ class Sampler:
     memory and bandwidth) when it computes in bfloat16.
     """
     if self.mesh is not None:
-      model = distributed.place_module(model, self.mesh, self.rules)
+      model = shd.shard_module(model, self.mesh, self.rules)
     graphdef, state = nnx.split(model)
     compute = jnp.dtype(model.dtype)
     self.state = jax.tree.map(
