@@ -24,9 +24,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c = common.base("alfworld")
   c.preset = preset
   c.total_steps = 12
+  # The embedded default's warm start (used when model dirs are empty);
+  # settings override rla_jax.warmstart.default_warmstart_config().
   c.warmstart = ml_collections.ConfigDict({
       "cache_dir": "",  # "" = $RLA_JAX_CACHE or ~/.cache/rla_jax
-      "preset": "default",
+      "name": "default",
+      "settings": ml_collections.ConfigDict({}),
   })
   c.env = ml_collections.ConfigDict({
       "backend": "native", "room_size": "small",
@@ -58,7 +61,19 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   })
   if preset == "smoke":
     c.total_steps = 2
-    c.warmstart.preset = "smoke"
+    c.warmstart.name = "smoke"
+    c.warmstart.settings = ml_collections.ConfigDict({
+        "num_pretrain_games": 12, "num_demo_episodes": 8,
+        "num_rm_episodes": 4, "num_rm_examples": 16, "vocab_size": 400,
+        "model": {"hidden_size": 32, "intermediate_size": 64,
+                  "num_layers": 2, "num_heads": 2, "num_kv_heads": 1,
+                  "head_dim": 16},
+        "drill": {"steps": 2, "batch_size": 4},
+        "policy_sft": {"steps": 12, "batch_size": 4, "learning_rate": 1e-2},
+        "rm_sft": {"steps": 30, "batch_size": 4, "learning_rate": 1e-2},
+        "eval": {"num_games": 4, "max_steps": 2, "batch_size": 4,
+                 "rm_max_steps": 4},
+    })
     c.env.update(num_tasks=2, rollouts_per_task=4, max_steps=4)
     c.reward.judge_batch = 32
     c.optim.policy.update(updates_per_step=1, micro_batch_size=8)

@@ -16,9 +16,12 @@ One RL step (all randomness derived from (seed, step)):
 
 from __future__ import annotations
 
+import os
 import time
 
+import jax
 import numpy as np
+from jax.experimental import multihost_utils
 
 from rla_jax.envs.alfworld import generate_split
 from rla_jax.rl import evaluation
@@ -35,6 +38,38 @@ class AlfworldLoop(LoopBase):
   """Policy + generative step judge + adaptive ALFWorld task set."""
 
   title = "RLAnything on ALFWorld"
+
+  def model_dirs(self) -> dict:
+    """Given checkpoint dirs, or the embedded warm start (built once and
+    cached under config.warmstart.cache_dir)."""
+    c = self.config
+    if c.model.policy_dir:
+      return super().model_dirs()
+    from rla_jax.warmstart import build_warm_start  # pylint: disable=import-outside-toplevel
+    from rla_jax.warmstart.coding import cache_root  # pylint: disable=import-outside-toplevel
+    settings = c.warmstart.settings.to_dict()
+    # The warm start must see the prompts the loop will render.
+    settings.update(seed=c.seed, room_size=c.env.room_size,
+                    history_steps=self.history_steps)
+    out_dir = os.path.join(cache_root(c.warmstart.cache_dir), "alfworld",
+                           c.warmstart.name)
+    if jax.process_count() > 1:  # process 0 builds, the others reuse it
+      if jax.process_index() == 0:
+        build_warm_start(settings, out_dir, log=self.log)
+      multihost_utils.sync_global_devices("rla_jax_warmstart")
+    result = build_warm_start(settings, out_dir, log=self.log)
+    self.warmstart_report = result.get("report", {})
+    return {k: result[k] for k in ("tokenizer_dir", "policy_dir",
+                                   "reward_dir")}
+
+  def fingerprint_fields(self) -> dict:
+    return {**super().fingerprint_fields(),
+            "warmstart": self.config.warmstart.to_dict()}
+
+  @property
+  def history_steps(self) -> int | None:
+    h = self.config.env.history_steps
+    return None if h is None or h < 0 else int(h)
 
   def build_tasks(self):
     c = self.config
@@ -53,7 +88,7 @@ class AlfworldLoop(LoopBase):
     if c.adaptation.env_model == "llm":
       self.env_model = LLMEnvModel(self.reward_sampler, self.tokenizer,
                                    attempts=c.adaptation.attempts,
-                                   history_steps=c.env.history_steps,
+                                   history_steps=self.history_steps,
                                    max_steps=c.env.max_steps)
     else:
       self.env_model = RuleBasedEnvModel()
@@ -82,7 +117,7 @@ class AlfworldLoop(LoopBase):
     return rollout_episodes(
         games, ids, self.policy_sampler, self.tokenizer,
         backend=c.env.backend, max_steps=max_steps or c.env.max_steps,
-        history_steps=c.env.history_steps, seed=seed, params=params,
+        history_steps=self.history_steps, seed=seed, params=params,
         timings=timings)
 
   def _judge(self, episodes, seed):
