@@ -138,6 +138,11 @@ def test_answer_weights_sit_on_the_boxed_index(built):
   _, resp, w = drills.boxed_answer_sample(tok, "q", "I will look. \\boxed{12}", 5.0)
   heavy = [t for t, x in zip(resp, w) if x == 5.0]
   assert tok.decode(heavy) == "12"
+  for score in (1, -1):  # "{-" may be one token: it still carries the weight
+    _, resp, w = drills.boxed_answer_sample(tok, "q", agent_text.judge_response_text(score), 5.0)
+    heavy = tok.decode([t for t, x in zip(resp, w) if x == 5.0])
+    assert str(score) in heavy and "boxed" not in heavy
+    assert tok.decode(resp[:-1]) == agent_text.judge_response_text(score)
   assert resp[-1] == tok.convert_tokens_to_ids("<|im_end|>")
   _, dresp, dw = drills.lookup_drill(tok, ["go to a 1", "look", "help"], 3,
                                      np.random.default_rng(0))

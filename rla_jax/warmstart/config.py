@@ -52,9 +52,9 @@ _DEFAULTS: dict[str, Any] = {
     "model": {"hidden_size": 128, "intermediate_size": 384, "num_layers": 4,
               "num_heads": 4, "num_kv_heads": 2, "head_dim": 32,
               "rope_theta": 10000.0, "tie_word_embeddings": True},
-    "drill": {"steps": 250, "batch_size": 16, "learning_rate": 3e-3,
+    "drill": {"steps": 150, "batch_size": 16, "learning_rate": 3e-3,
               "num_queries": 8, "length_multiple": 128},
-    "policy_sft": {"steps": 150, "batch_size": 16, "learning_rate": 2e-3,
+    "policy_sft": {"steps": 100, "batch_size": 16, "learning_rate": 2e-3,
                    "prompt_weight": 0.1, "answer_weight": 3.0,
                    "length_multiple": 128},
     "num_rm_episodes": 120,
@@ -62,11 +62,11 @@ _DEFAULTS: dict[str, Any] = {
     "num_rm_examples": 400,
     "rm_label_noise": 0.2,
     "rm_init": "drill",
-    "rm_sft": {"steps": 60, "batch_size": 16, "learning_rate": 2e-3,
+    "rm_sft": {"steps": 40, "batch_size": 8, "learning_rate": 2e-3,
                "prompt_weight": 0.05, "answer_weight": 3.0,
                "length_multiple": 128},
-    "eval": {"num_games": 32, "max_steps": 50, "temperature": 0.8,
-             "greedy": False, "batch_size": 32, "rm_max_steps": 192},
+    "eval": {"num_games": 16, "max_steps": 50, "temperature": 0.8,
+             "greedy": False, "batch_size": 16, "rm_max_steps": 96},
 }
 
 

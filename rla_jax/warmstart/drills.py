@@ -28,25 +28,25 @@ def _ids(tokenizer, text: str) -> list[int]:
 def boxed_answer_sample(tokenizer, prompt_text: str, response_text: str,
                         answer_weight: float) -> tuple[list[int], list[int], np.ndarray]:
   """(prompt ids, response ids + <|im_end|>, weights): weight answer_weight
-  on the tokens inside the last \\boxed{...}, 1 elsewhere.
+  on every token overlapping the content of the last \\boxed{...}, 1 elsewhere.
 
-  The response is encoded as [text up to and including the last "\\boxed{"]
-  + [the rest]; ValueError if that differs from encoding it whole (the
-  BPE's pre-tokenizer always splits before and after "{", so it never does
-  for these formats).
+  The response is encoded whole (exactly as the RL sampler's tokens decode);
+  token spans come from the fast tokenizer's offset mapping.
   """
-  cut = response_text.rfind(BOX_OPEN)
-  if cut < 0:
+  start = response_text.rfind(BOX_OPEN)
+  if start < 0:
     raise ValueError(f"response has no {BOX_OPEN!r}: {response_text!r}")
-  cut += len(BOX_OPEN)
-  head, tail = _ids(tokenizer, response_text[:cut]), _ids(tokenizer, response_text[cut:])
-  if head + tail != _ids(tokenizer, response_text):
-    raise ValueError(f"tokenizer merges across '{{' in {response_text!r}")
+  lo = start + len(BOX_OPEN)
+  hi = response_text.find("}", lo)
+  hi = len(response_text) if hi < 0 else hi
+  enc = tokenizer(response_text, add_special_tokens=False, return_offsets_mapping=True)
+  ids = list(enc["input_ids"])
+  w = np.ones(len(ids) + 1, np.float32)
+  for i, (a, b) in enumerate(enc["offset_mapping"]):
+    if a < hi and b > lo:
+      w[i] = answer_weight
   eot = agent_text.end_of_turn_ids(tokenizer)[0]
-  close = tail.index(_ids(tokenizer, "}")[0]) if _ids(tokenizer, "}")[0] in tail else len(tail)
-  w = np.ones(len(head) + len(tail) + 1, np.float32)
-  w[len(head):len(head) + close] = answer_weight
-  return (agent_text.chat_ids(tokenizer, prompt_text), head + tail + [eot], w)
+  return agent_text.chat_ids(tokenizer, prompt_text), ids + [eot], w
 
 
 def lookup_drill(tokenizer, candidates: Sequence[str], num_queries: int,
