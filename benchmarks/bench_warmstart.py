@@ -19,6 +19,8 @@ VARIANTS = {
     "sft300": {"num_demo_episodes": 200, "policy_sft": {"steps": 300}},
     "lr_hi": {"drill": {"learning_rate": 5e-3}, "policy_sft": {"learning_rate": 3e-3}},
     "rm_more": {"rm_label_noise": 0.1, "rm_sft": {"steps": 120}},
+    "budget2x": {"drill": {"steps": 300}, "policy_sft": {"steps": 200},
+                 "rm_label_noise": 0.1, "rm_sft": {"steps": 100}},
     "no_drill": {"drill": {"steps": 0}, "policy_sft": {"steps": 300}},
 }
 
