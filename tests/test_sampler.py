@@ -151,3 +151,22 @@ def test_bad_requests_fail_before_compiling(model, prompts):
                                        r"chunk bucket 32 \+ max_new_tokens "
                                        r"10 > 40 slots"):
     session.turn([[5] * 20])
+
+
+def test_num_samples_share_one_prefill(model, prompts):
+  sampler = _sampler(model)
+  m = 3
+  greedy = sampler.generate(prompts, greedy=True, num_samples=m)
+  single = sampler.generate(prompts, greedy=True)
+  assert greedy.tokens == [t for t in single.tokens for _ in range(m)]
+  out = sampler.generate(prompts, seed=5, temperature=1.0, num_samples=m)
+  assert len(out.tokens) == len(prompts) * m
+  assert out.tokens == sampler.generate(prompts, seed=5, temperature=1.0,
+                                        num_samples=m).tokens
+  for i, p in enumerate(prompts):
+    samples = out.tokens[i * m:(i + 1) * m]
+    assert len({tuple(s) for s in samples}) > 1  # independent draws
+    for toks, lps in zip(samples, out.logprobs[i * m:(i + 1) * m]):
+      seq = jnp.asarray([p + toks])
+      train_lp = np.asarray(sequence_logprobs(model, seq, jnp.ones_like(seq)))
+      np.testing.assert_allclose(lps, train_lp[0, len(p):], atol=1e-4)

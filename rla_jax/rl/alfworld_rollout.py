@@ -195,14 +195,20 @@ def judge_episodes(episodes: Sequence[Episode], sampler: Sampler, tokenizer,
       text = agent_text.judge_step_text(e.prompt_texts[k], e.response_texts[k],
                                         e.observations[k + 1])
       prompt_ids[n][k] = agent_text.chat_ids(tokenizer, text)
-      jobs.extend((n, k, j) for j in range(m))
-  for start in range(0, len(jobs), batch_size):
-    chunk = jobs[start:start + batch_size]
-    out = sampler.generate([prompt_ids[n][k] for n, k, _ in chunk],
-                           seed=_seed(seed, start),
+      jobs.append((n, k))
+  # Similar lengths share a call (less padding); each prompt is prefilled
+  # once and its m judgements decoded from the shared cache.
+  jobs.sort(key=lambda nk: len(prompt_ids[nk[0]][nk[1]]))
+  per_call = max(1, batch_size // m)
+  for start in range(0, len(jobs), per_call):
+    chunk = jobs[start:start + per_call]
+    out = sampler.generate([prompt_ids[n][k] for n, k in chunk],
+                           seed=_seed(seed, start), num_samples=m,
                            **dataclasses.asdict(params))
-    for (n, k, j), toks, lp in zip(chunk, out.tokens, out.logprobs):
-      text = tokenizer.decode(toks, skip_special_tokens=True)
-      scores[n, k, j] = parse_boxed_score(text)
-      resp_ids[n][k][j], resp_txt[n][k][j], lps[n][k][j] = toks, text, lp
+    for i, (n, k) in enumerate(chunk):
+      for j in range(m):
+        toks, lp = out.tokens[i * m + j], out.logprobs[i * m + j]
+        text = tokenizer.decode(toks, skip_special_tokens=True)
+        scores[n, k, j] = parse_boxed_score(text)
+        resp_ids[n][k][j], resp_txt[n][k][j], lps[n][k][j] = toks, text, lp
   return Judgements(scores, mask, prompt_ids, resp_ids, lps, resp_txt)

@@ -37,9 +37,11 @@ from rla_jax.rl.loop_common import LoopBase
 from rla_jax.rl.trainer import Sample
 
 
-def _sample_texts(loop, sampler, prompt_ids, seed, section):
+def _sample_texts(loop, sampler, prompt_ids, seed, section, num_samples=1):
+  """num_samples decoded texts per prompt (row i * num_samples + j)."""
   out = sampler.generate(prompt_ids, seed=seed, temperature=section.temperature,
-                         top_p=section.top_p, greedy=section.greedy)
+                         top_p=section.top_p, greedy=section.greedy,
+                         num_samples=num_samples)
   texts = [loop.tokenizer.decode(t, skip_special_tokens=True)
            for t in out.tokens]
   return out, texts
@@ -82,9 +84,8 @@ class CodingLoop(LoopBase):
     p_ids = [agent_text.chat_ids(self.tokenizer,
                                  render_policy_prompt(t.question))
              for t in tasks]
-    out, texts = _sample_texts(self, self.policy_sampler,
-                               [p for p in p_ids for _ in range(P)],
-                               _seed(seed, 1), policy_section)
+    out, texts = _sample_texts(self, self.policy_sampler, p_ids,
+                               _seed(seed, 1), policy_section, P)
     progs = [[extract_code(texts[i * P + j]) for j in range(P)]
              for i in range(len(tasks))]
     policy_rec = [[(p_ids[i], out.tokens[i * P + j], out.logprobs[i * P + j])
@@ -93,9 +94,8 @@ class CodingLoop(LoopBase):
     if with_tests and U:
       u_ids = [agent_text.chat_ids(self.tokenizer, render_unit_test_prompt(
           t.question, t.tests[0] if t.tests else None)) for t in tasks]
-      out, texts = _sample_texts(self, self.reward_sampler,
-                                 [u for u in u_ids for _ in range(U)],
-                                 _seed(seed, 2), c.reward.test_sampling)
+      out, texts = _sample_texts(self, self.reward_sampler, u_ids,
+                                 _seed(seed, 2), c.reward.test_sampling, U)
       tests = [[parse_generated_test(texts[i * U + j]) for j in range(U)]
                for i in range(len(tasks))]
       rm_rec = [[(u_ids[i], out.tokens[i * U + j], out.logprobs[i * U + j])

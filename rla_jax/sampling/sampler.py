@@ -67,6 +67,16 @@ def _prefill(graphdef, state, cache: KVCache, tokens, mask):
   return cache, model.logits_from_hidden(h[:, -1])
 
 
+@functools.partial(jax.jit, static_argnums=(2,))
+def _repeat_rows(cache: KVCache, logits, m: int):
+  """Each row's cache and next-token logits repeated m times (row-major):
+  m samples of one prompt share a single prefill."""
+  rep = lambda x, axis: jnp.repeat(x, m, axis=axis)  # noqa: E731
+  return KVCache(k=rep(cache.k, 1), v=rep(cache.v, 1),
+                 valid=rep(cache.valid, 0), end=cache.end,
+                 next_pos=rep(cache.next_pos, 0)), rep(logits, 0)
+
+
 @functools.partial(jax.jit, static_argnums=(0, 1), donate_argnums=(3,))
 def _decode(graphdef, max_new_static, state, cache: KVCache, logits, active,
             key, temperature, top_p, top_k, greedy, max_new, stop_ids,
@@ -215,7 +225,10 @@ class Sampler:
 
   # ----------------------------------------------------------- core
   def _run(self, cache: KVCache, rows, active_rows: np.ndarray, *, seed,
-           temperature, top_p, top_k, greedy, max_new_tokens):
+           temperature, top_p, top_k, greedy, max_new_tokens,
+           num_samples: int = 1):
+    """Prefills `rows` into `cache`, then decodes num_samples continuations
+    per row (rows of the output are row-major: row i, sample j -> i*m+j)."""
     n = len(rows)
     B = cache.batch_size
     T = pick_bucket(max(1, max(len(r) for r in rows)), self.prompt_buckets,
@@ -240,6 +253,10 @@ class Sampler:
     ids = self._place(ids, ("batch", "length"))
     mask = self._place(mask, ("batch", "length"))
     cache, logits = _prefill(self.graphdef, self.state, cache, ids, mask)
+    m = int(num_samples)
+    if m > 1:
+      cache, logits = _repeat_rows(cache, logits, m)
+      active, n = np.repeat(active, m), n * m
     cache, tok, lp, stopped, _ = _decode(
         self.graphdef, self.max_new_tokens, self.state, cache, logits,
         self._place(active, ("batch",)),
@@ -270,17 +287,22 @@ class Sampler:
 
   def generate(self, prompts: Sequence[Sequence[int]], *, seed: int = 0,
                temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
-               greedy: bool = False, max_new_tokens: int | None = None
-               ) -> SampleOutput:
-    """Samples one continuation per prompt (a fresh cache per call)."""
+               greedy: bool = False, max_new_tokens: int | None = None,
+               num_samples: int = 1) -> SampleOutput:
+    """Samples num_samples continuations per prompt (a fresh cache per
+    call); the prompt is prefilled once and its cache shared by its
+    samples. Output row i * num_samples + j is sample j of prompt i."""
     self._check_rows(prompts, allow_empty=False)
+    if num_samples < 1:
+      raise ValueError(f"num_samples must be >= 1, got {num_samples}")
     B = self._batch_bucket(len(prompts))
     T = pick_bucket(max(len(p) for p in prompts), self.prompt_buckets,
                     "prompt length")
     cache = self.new_cache(B, T + self.max_new_tokens)
     _, out = self._run(cache, prompts, np.ones(len(prompts), bool), seed=seed,
                        temperature=temperature, top_p=top_p, top_k=top_k,
-                       greedy=greedy, max_new_tokens=max_new_tokens)
+                       greedy=greedy, max_new_tokens=max_new_tokens,
+                       num_samples=num_samples)
     return out
 
   def session(self, batch_size: int, num_slots: int) -> "Session":
