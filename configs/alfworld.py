@@ -23,7 +23,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
                      f"choose one of {PRESETS}")
   c = common.base("alfworld")
   c.preset = preset
-  c.total_steps = 12
+  c.total_steps = 6
   # The embedded default's warm start (used when model dirs are empty);
   # settings override rla_jax.warmstart.default_warmstart_config().
   c.warmstart = ml_collections.ConfigDict({
@@ -33,8 +33,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   })
   c.env = ml_collections.ConfigDict({
       "backend": "native", "room_size": "small",
-      "num_tasks": 8, "rollouts_per_task": 8,
-      "max_steps": 20, "history_steps": 2,
+      "num_tasks": 6, "rollouts_per_task": 6,
+      "max_steps": 15, "history_steps": 2,
   })
   c.rollout = ml_collections.ConfigDict({
       "temperature": 1.0, "top_p": 1.0, "greedy": False,
@@ -51,12 +51,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       "low": 0.2, "high": 0.8,
   })
   c.optim = ml_collections.ConfigDict({
-      "policy": common.optim(3e-5, updates_per_step=4, micro_batch_size=16),
-      "reward": common.optim(3e-5, updates_per_step=4, micro_batch_size=16),
+      "policy": common.optim(5e-5, updates_per_step=2, micro_batch_size=16),
+      "reward": common.optim(5e-5, updates_per_step=2, micro_batch_size=16),
   })
   c.eval = ml_collections.ConfigDict({
-      "every": 4, "at_start": True, "num_games": 40, "num_rm_episodes": 24,
-      "max_steps": 20, "seed": 1234, "temperature": 0.6, "top_p": 1.0,
+      "every": 0, "at_start": True, "num_games": 24, "num_rm_episodes": 12,
+      "max_steps": 15, "seed": 1234, "temperature": 0.6, "top_p": 1.0,
       "greedy": False,
   })
   if preset == "smoke":
