@@ -13,7 +13,7 @@ import numbers
 from typing import Mapping, Sequence
 
 from rla_jax.metrics import keys as K
-from rla_jax.metrics.summary import check_history, metric_series
+from rla_jax.metrics.summary import check_history, finish_panel, metric_series, save_figure
 
 ABLATION_CURVE_KEYS = (K.TRAIN_ROLLOUT_ACCURACY,) + tuple(k for _, k in K.TABLE1_COLUMNS)
 
@@ -132,16 +132,7 @@ def plot_ablation_curves(histories: Mapping[str, Sequence[Sequence[dict]]], png_
                             label=f"{stage} (n={len(runs)})")
             ax.fill_between(steps, lo, hi, color=line.get_color(), alpha=0.2)
             drawn += 1
-        ax.set_title(key)
-        ax.set_xlabel("step")
-        ax.grid(alpha=0.3)
-        if drawn:
-            ax.legend(fontsize=8)
-        else:
-            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+        finish_panel(ax, key, drawn)
     for ax in axes[len(keys):]:
         ax.set_visible(False)
-    fig.suptitle("Ablation: mean over seeds, band = min..max")
-    fig.tight_layout()
-    fig.savefig(png_path, dpi=100)
-    return png_path
+    return save_figure(fig, "Ablation: mean over seeds, band = min..max", png_path)

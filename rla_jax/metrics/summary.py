@@ -137,13 +137,22 @@ def plot_learning_curves(history: Sequence[dict], png_path: str, *, title: str) 
                 ax.plot(steps, values, marker="o" if sparse else None, markersize=3,
                         label=key)
                 drawn += 1
-        ax.set_title(panel)
-        ax.set_xlabel("step")
-        ax.grid(alpha=0.3)
-        if drawn:
-            ax.legend(fontsize=8)
-        else:
-            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+        finish_panel(ax, panel, drawn)
+    return save_figure(fig, title, png_path)
+
+
+def finish_panel(ax, title: str, drawn: int) -> None:
+    """Title, step axis, grid, and a legend (or "no data") for one panel."""
+    ax.set_title(title)
+    ax.set_xlabel("step")
+    ax.grid(alpha=0.3)
+    if drawn:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+
+
+def save_figure(fig, title: str, png_path: str) -> str:
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(png_path, dpi=100)

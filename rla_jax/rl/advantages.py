@@ -18,21 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from rla_jax.rl.rewards import VALID_SCORES
+from rla_jax.rl.rewards import VALID_SCORES, _as_bool_mask
 
 UNPARSEABLE_JUDGEMENT_REWARD = -2.0
 LONE_STEP_MODES = ("raw", "zero")
 
 
 def _bool_mask(mask, shape, name: str) -> np.ndarray:
-    m = np.asarray(mask)
-    if m.shape != tuple(shape):
-        raise ValueError(f"{name}: mask has shape {m.shape}, expected {tuple(shape)}")
-    if m.dtype != bool:
-        if not np.all((m == 0) | (m == 1)):
-            raise ValueError(f"{name}: mask must be boolean or 0/1")
-        m = m.astype(bool)
-    return m
+    return _as_bool_mask(mask, tuple(shape), name)
 
 
 def _masked_zscore(values: np.ndarray, mask: np.ndarray, axis: int, eps: float):
