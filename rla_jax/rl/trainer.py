@@ -133,7 +133,7 @@ def _train_step(graphdef, tx, clip_eps, kl_beta, chunk, state, opt_state,
       accumulate, (zeros, 0.0, 0.0, metric_zeros), batches)
   scale = 1.0 / jnp.maximum(denom, 1.0)
   grads = jax.tree.map(lambda g: g * scale, grads)
-  grad_norm = optax.global_norm(grads)
+  grad_norm = optax.tree.norm(grads)
   updates, opt_state = tx.update(grads, opt_state, state)
   state = optax.apply_updates(state, updates)
   out = {"loss": loss * scale, "num_samples": denom, "grad_norm": grad_norm,
