@@ -34,10 +34,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.env = ml_collections.ConfigDict({
       "backend": "native", "room_size": "small",
       "num_tasks": 6, "rollouts_per_task": 6,
-      "max_steps": 15, "history_steps": 2,
+      "max_steps": 20, "history_steps": 2,
   })
   c.rollout = ml_collections.ConfigDict({
-      "temperature": 1.0, "top_p": 1.0, "greedy": False,
+      "temperature": 0.8, "top_p": 1.0, "greedy": False,
       "max_prompt_len": 1024, "max_new_tokens": 24,
   })
   c.reward = ml_collections.ConfigDict({
@@ -56,7 +56,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   })
   c.eval = ml_collections.ConfigDict({
       "every": 0, "at_start": True, "num_games": 24, "num_rm_episodes": 12,
-      "max_steps": 15, "seed": 1234, "temperature": 0.6, "top_p": 1.0,
+      "max_steps": 20, "seed": 1234, "temperature": 0.6, "top_p": 1.0,
       "greedy": False,
   })
   if preset == "smoke":

@@ -140,3 +140,12 @@ def test_to_dict_is_a_copy_and_from_dict_validates():
     bad["pending"] = {"0": {"candidate_id": "c", "direction": "up", "parent_id": "g0", "parent_acc": 0.5}}
     with pytest.raises(ValueError, match="direction"):
         TaskPool.from_dict(bad)
+
+
+def test_current_groups_prefers_accepted_candidates():
+    from rla_jax.rl.loop_common import current_groups
+    groups = [("active", "0", "a"), ("active", "1", "b"), ("active", "2", "c"),
+              ("candidate", "0", "a2"), ("candidate", "2", "c2")]
+    # slot 0's candidate accepted, slot 2's rejected, slot 1 had none
+    assert current_groups(groups, {"0": True, "2": False}) == {"0": 3, "1": 1, "2": 2}
+    assert current_groups(groups, {}) == {"0": 0, "1": 1, "2": 2}

@@ -30,7 +30,7 @@ from rla_jax.rl.alfworld_rollout import (SamplingParams, _seed,
                                          judge_episodes, rollout_episodes)
 from rla_jax.rl.env_model import LLMEnvModel, RuleBasedEnvModel, \
     build_feedback
-from rla_jax.rl.loop_common import LoopBase
+from rla_jax.rl.loop_common import LoopBase, current_groups
 from rla_jax.rl.training_data import RewardConfig, task_samples
 
 
@@ -185,22 +185,22 @@ class AlfworldLoop(LoopBase):
     # 6. adaptation
     t0 = time.perf_counter()
     proposed = 0
+    # The group now holding each slot's active task: an accepted candidate
+    # replaces the task it was derived from.
+    current = current_groups(groups, outcome)
     if c.adaptation.enabled:
-      active_acc = {slot: acc[i] for i, (kind, slot, _) in enumerate(groups)
-                    if kind == "active" or outcome.get(slot)}
+      active_acc = {slot: acc[i] for slot, i in current.items()}
       directions = self.pool.proposal_directions(active_acc)
-      for i, (kind, slot, tid) in enumerate(groups):
-        if slot not in directions or not (kind == "active" or
-                                          outcome.get(slot)):
-          continue
+      for slot, direction in directions.items():
+        i = current[slot]
         feedback = build_feedback([episodes[r] for r in rows[i]],
                                   scores[rows[i]])
         rng = np.random.default_rng([c.seed, step, 3, i])
-        variant = self.env_model.propose(self.registry[tid], directions[slot],
-                                         feedback, rng)
-        if variant is not None:
+        variant = self.env_model.propose(self.registry[groups[i][2]],
+                                         direction, feedback, rng)
+        if variant is not None and variant.game_id not in self.registry:
           self.registry[variant.game_id] = variant
-          self.pool.propose(slot, variant.game_id, directions[slot],
+          self.pool.propose(slot, variant.game_id, direction,
                             active_acc[slot])
           proposed += 1
     t["adaptation"] = time.perf_counter() - t0

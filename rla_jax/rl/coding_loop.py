@@ -33,7 +33,7 @@ from rla_jax.envs.coding import (SandboxExecutor, Task, accuracy,
 from rla_jax.rl import agent_text
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.alfworld_rollout import _seed
-from rla_jax.rl.loop_common import LoopBase
+from rla_jax.rl.loop_common import LoopBase, current_groups
 from rla_jax.rl.trainer import Sample
 
 
@@ -153,18 +153,20 @@ class CodingLoop(LoopBase):
       metrics.update(self.train("reward", rm_samples))
     t["training"] = time.perf_counter() - t0
     proposed = 0
+    # The group now holding each slot's active task (an accepted candidate
+    # replaces the task it was derived from).
+    current = current_groups(groups, outcome)
     if c.adaptation.enabled:
-      for i, (kind, slot, tid) in enumerate(groups):
-        if slot in self.pool.pending or not (kind == "active" or
-                                             outcome.get(slot)):
+      for slot, i in current.items():
+        if slot in self.pool.pending:
           continue
         # The reference's coding rule is strict below: acc < low -> easier.
         direction = ("harder" if acc[i] >= c.adaptation.high else
                      "easier" if acc[i] < c.adaptation.low else None)
         if direction is None:
           continue
-        variant = self._propose(self.registry[tid], direction, acc[i],
-                                results[i], tests[i], step, i)
+        variant = self._propose(self.registry[groups[i][2]], direction,
+                                acc[i], results[i], tests[i], step, i)
         if variant is not None and variant.task_id not in self.registry:
           self.registry[variant.task_id] = variant
           self.pool.propose(slot, variant.task_id, direction, acc[i])

@@ -35,6 +35,21 @@ def optim_config(section, max_seq_len: int) -> OptimConfig:
       logprob_chunk=section.logprob_chunk, max_seq_len=max_seq_len)
 
 
+def current_groups(groups, accepted: dict) -> dict:
+  """{slot: index of the group now holding the slot's active task}.
+
+  groups: [(kind, slot, task_id)] rolled out this step, kind "active" or
+  "candidate"; accepted: {slot: bool} from TaskPool.resolve. An accepted
+  candidate replaces the task it was derived from.
+  """
+  current = {}
+  for i, (kind, slot, _) in enumerate(groups):
+    if (kind == "active" and slot not in current) or (
+        kind == "candidate" and accepted.get(slot)):
+      current[slot] = i
+  return current
+
+
 class LoopBase:
   """Drives `run_step` for config.total_steps steps with resume."""
 
