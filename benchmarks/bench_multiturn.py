@@ -19,6 +19,7 @@ from flax import nnx
 
 from rla_jax.compile_counter import compile_count
 from rla_jax.models import Qwen, QwenConfig
+from rla_jax.sampling.buckets import pick_bucket
 from rla_jax.sampling.sampler import Sampler
 
 
@@ -46,7 +47,10 @@ def main():
 
   def run(mode):
     history = [[] for _ in range(args.batch)]
-    session = sampler.session(args.batch, max_len + 2 * args.reply + 64) \
+    # Each turn's chunk is padded to its bucket inside the cache.
+    chunk = pick_bucket(args.obs, sampler.prompt_buckets, "observation")
+    session = sampler.session(args.batch, args.turns * (chunk + args.reply)
+                              + chunk + args.reply) \
         if mode == "session" else None
     times, outs = [], []
     for new in turns:
