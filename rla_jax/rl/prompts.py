@@ -51,6 +51,22 @@ def _visible_steps(num_actions: int, history_steps: int | None, who: str) -> int
     return max(0, num_actions - history_steps)
 
 
+def _render_trajectory(observations, actions, history_steps, who, obs_line, act_line) -> str:
+    """Shared body of the two trajectory renderers (o_0, truncation note, steps, o_L)."""
+    _check_trajectory(observations, actions, who)
+    first = _visible_steps(len(actions), history_steps, who)
+    lines = [obs_line(0, observations[0])]
+    if first > 0:
+        lines.append(f"(... {first} earlier steps omitted ...)")
+    for k in range(first, len(actions)):
+        if k > 0:
+            lines.append(obs_line(k, observations[k]))
+        lines.append(act_line(k, actions[k]))
+    if len(observations) > len(actions) > 0:  # o_L; for L = 0 it is o_0, already shown
+        lines.append(obs_line(len(actions), observations[len(actions)]))
+    return "\n".join(lines)
+
+
 def render_history(observations: Sequence[str], actions: Sequence[str],
                    history_steps: int | None = None) -> str:
     """Alternating "observation: ..." / "you took action: ..." lines from o_0.
@@ -58,37 +74,17 @@ def render_history(observations: Sequence[str], actions: Sequence[str],
     With ``history_steps=H`` only the last H steps (o_k, a_k) and the final
     observation follow o_0, after a line "(... N earlier steps omitted ...)".
     """
-    who = "render_history"
-    _check_trajectory(observations, actions, who)
-    first = _visible_steps(len(actions), history_steps, who)
-    lines = [f"observation: {observations[0]}"]
-    if first > 0:
-        lines.append(f"(... {first} earlier steps omitted ...)")
-    for k in range(first, len(actions)):
-        if k > 0:
-            lines.append(f"observation: {observations[k]}")
-        lines.append(f"you took action: {actions[k]}")
-    if len(observations) > len(actions) > 0:  # o_L; for L = 0 it is o_0, already shown
-        lines.append(f"observation: {observations[len(actions)]}")
-    return "\n".join(lines)
+    return _render_trajectory(observations, actions, history_steps, "render_history",
+                              lambda k, o: f"observation: {o}",
+                              lambda k, a: f"you took action: {a}")
 
 
 def render_numbered_trajectory(observations: Sequence[str], actions: Sequence[str],
                                history_steps: int | None = None) -> str:
     """"[k] observation: o_k" / "[k] action: a_k" lines (critic input), same truncation."""
-    who = "render_numbered_trajectory"
-    _check_trajectory(observations, actions, who)
-    first = _visible_steps(len(actions), history_steps, who)
-    lines = [f"[0] observation: {observations[0]}"]
-    if first > 0:
-        lines.append(f"(... {first} earlier steps omitted ...)")
-    for k in range(first, len(actions)):
-        if k > 0:
-            lines.append(f"[{k}] observation: {observations[k]}")
-        lines.append(f"[{k}] action: {actions[k]}")
-    if len(observations) > len(actions) > 0:  # o_L; for L = 0 it is o_0, already shown
-        lines.append(f"[{len(actions)}] observation: {observations[len(actions)]}")
-    return "\n".join(lines)
+    return _render_trajectory(observations, actions, history_steps, "render_numbered_trajectory",
+                              lambda k, o: f"[{k}] observation: {o}",
+                              lambda k, a: f"[{k}] action: {a}")
 
 
 def policy_prompt(observations: Sequence[str], actions: Sequence[str],
