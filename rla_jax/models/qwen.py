@@ -13,6 +13,7 @@ heads, K kv heads, G = N/K, H head_dim, F mlp, V vocab, L layers.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import jax
@@ -101,22 +102,45 @@ def apply_rope(x, positions, theta):
   return out.astype(x.dtype)
 
 
+def dense(x, w, num_in: int = 1):
+  """x [..., I_1..I_n] contracted with w [I_1..I_n, O_1..O_m] -> [..., O_1..O_m].
+
+  Runs as one rank-2 GEMM [M, I] x [I, O] (reshapes are free). On XLA:CPU
+  the same contraction written as a rank-3 einsum ("btd,df->btf") measured
+  2x slower forward+backward (MLP block, B=16, T=256, D=128; see
+  BENCHMARKS.md "training step"), because its transposed backward dots miss
+  the plain GEMM path.
+  """
+  lead = x.shape[:x.ndim - num_in]
+  in_size = math.prod(w.shape[:num_in])
+  out_shape = w.shape[num_in:]
+  y = x.reshape(-1, in_size) @ w.reshape(in_size, math.prod(out_shape))
+  return y.reshape(*lead, *out_shape)
+
+
 def grouped_attention(q, k, v, mask):
   """Softmax attention with grouped kv heads, without repeating K/V.
 
   q: [B, T, N, H]; k, v: [B, K, S, H]; mask: [B, T, S] bool.
   Returns [B, T, N, H]. Scores and softmax in float32.
+
+  The G = N/K query heads of a kv head and their T positions are folded
+  into one row axis, so both products are batched GEMMs over (B, K) with
+  the contraction on the minor axis ([B, K, G*T, H] x [B, K, S, H]); this
+  measured 3.7x faster forward and 1.5x faster forward+backward on CPU than
+  the 5-d einsum it replaces.
   """
   B, T, N, H = q.shape
-  K = k.shape[1]
-  q = q.reshape(B, T, K, N // K, H)
-  scores = jnp.einsum("btkgh,bksh->bkgts", q, k,
+  K, S = k.shape[1], k.shape[2]
+  G = N // K
+  q = q.reshape(B, T, K, G, H).transpose(0, 2, 3, 1, 4).reshape(B, K, G * T, H)
+  scores = jnp.einsum("bkqh,bksh->bkqs", q, k,
                       preferred_element_type=jnp.float32)
-  scores = scores * (H ** -0.5)
-  scores = jnp.where(mask[:, None, None, :, :], scores, _MASK_VALUE)
+  rows_mask = jnp.tile(mask, (1, G, 1))[:, None]  # [B, 1, G*T, S]
+  scores = jnp.where(rows_mask, scores * (H ** -0.5), _MASK_VALUE)
   probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
-  out = jnp.einsum("bkgts,bksh->btkgh", probs, v)
-  return out.reshape(B, T, N, H)
+  out = jnp.einsum("bkqs,bksh->bkqh", probs, v)
+  return out.reshape(B, K, G, T, H).transpose(0, 3, 1, 2, 4).reshape(B, T, N, H)
 
 
 class Qwen(nnx.Module):
@@ -168,9 +192,9 @@ class Qwen(nnx.Module):
     """
     cfg, dt = self.cfg, self.dtype
     h = rms_norm(x, p["input_norm"], cfg.rms_norm_eps)
-    q = jnp.einsum("btd,dnh->btnh", h, p["wq"].astype(dt))
-    k = jnp.einsum("btd,dkh->btkh", h, p["wk"].astype(dt))
-    v = jnp.einsum("btd,dkh->btkh", h, p["wv"].astype(dt))
+    q = dense(h, p["wq"].astype(dt))
+    k = dense(h, p["wk"].astype(dt))
+    v = dense(h, p["wv"].astype(dt))
     if cfg.qkv_bias:
       q, k, v = (q + p["bq"].astype(dt), k + p["bk"].astype(dt),
                  v + p["bv"].astype(dt))
@@ -194,12 +218,11 @@ class Qwen(nnx.Module):
       keys = jax.lax.dynamic_index_in_dim(ck, layer, keepdims=False)
       values = jax.lax.dynamic_index_in_dim(cv, layer, keepdims=False)
     attn = grouped_attention(q, keys.astype(dt), values.astype(dt), attend)
-    x = x + jnp.einsum("btnh,nhd->btd", attn, p["wo"].astype(dt))
+    x = x + dense(attn, p["wo"].astype(dt), num_in=2)
     h = rms_norm(x, p["post_attn_norm"], cfg.rms_norm_eps)
-    gate = jnp.einsum("btd,df->btf", h, p["w_gate"].astype(dt))
-    up = jnp.einsum("btd,df->btf", h, p["w_up"].astype(dt))
-    x = x + jnp.einsum("btf,fd->btd", jax.nn.silu(gate) * up,
-                       p["w_down"].astype(dt))
+    gate = dense(h, p["w_gate"].astype(dt))
+    up = dense(h, p["w_up"].astype(dt))
+    x = x + dense(jax.nn.silu(gate) * up, p["w_down"].astype(dt))
     return x, (ck, cv) if cache_kv is not None else None
 
   # ------------------------------------------------------------ forward
