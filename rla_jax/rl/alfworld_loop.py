@@ -49,7 +49,9 @@ class AlfworldLoop(LoopBase):
     from rla_jax.warmstart.coding import cache_root  # pylint: disable=import-outside-toplevel
     settings = c.warmstart.settings.to_dict()
     # The warm start must see the prompts the loop will render.
-    settings.update(seed=c.seed, room_size=c.env.room_size,
+    # Its seed is warmstart.seed, not the RL seed, so RL runs with different
+    # seeds (e.g. the ablation's) share one cached warm start.
+    settings.update(seed=c.warmstart.seed, room_size=c.env.room_size,
                     history_steps=self.history_steps)
     out_dir = os.path.join(cache_root(c.warmstart.cache_dir), "alfworld",
                            c.warmstart.name)
@@ -120,12 +122,12 @@ class AlfworldLoop(LoopBase):
         history_steps=self.history_steps, seed=seed, params=params,
         timings=timings)
 
-  def _judge(self, episodes, seed):
+  def _judge(self, episodes, seed, include=None):
     c = self.config
     return judge_episodes(episodes, self.reward_sampler, self.tokenizer,
                           m=c.reward.m, seed=seed,
                           params=self._sampling(c.reward.judge_sampling),
-                          batch_size=c.reward.judge_batch)
+                          batch_size=c.reward.judge_batch, include=include)
 
   # --------------------------------------------------------- one step
   def run_step(self, step: int) -> dict:
@@ -142,27 +144,30 @@ class AlfworldLoop(LoopBase):
       ids += [tid] * N
     episodes = self._rollouts(games, ids, _seed(c.seed, step, 1),
                               self._sampling(c.rollout), t)
-    # 2. m judgements per step
-    t0 = time.perf_counter()
-    need_judge = c.reward.use_judge_signal or c.reward.train_rm or \
-        c.adaptation.enabled
-    judged = self._judge(episodes, _seed(c.seed, step, 2)) if need_judge \
-        else None
-    t["rm_sampling"] = time.perf_counter() - t0
-    K = max(e.num_steps for e in episodes)
-    scores = judged.scores if judged else np.zeros((len(episodes), K, 1))
-    mask = judged.mask if judged else np.array(
-        [[k < e.num_steps for k in range(K)] for e in episodes])
     rows = {i: list(range(i * N, (i + 1) * N)) for i in range(len(groups))}
     acc = {i: float(np.mean([episodes[r].won for r in rows[i]]))
            for i in rows}
-    # 3. resolve candidates (acceptance rule)
+    # 2. resolve candidates (acceptance rule: it needs only their accuracy)
     cand_acc = {slot: acc[i] for i, (kind, slot, _) in enumerate(groups)
                 if kind == "candidate"}
     outcome = dict(self.pool.resolve(cand_acc, step=step)) if cand_acc else {}
     for i, (kind, slot, tid) in enumerate(groups):
       if kind == "candidate" and not outcome.get(slot):
         self.registry.pop(tid, None)  # rejected candidates are deleted
+    # 3. m judgements per step of the episodes that are used (active tasks
+    # and accepted candidates; a rejected candidate's episodes are not)
+    t0 = time.perf_counter()
+    need_judge = c.reward.use_judge_signal or c.reward.train_rm or \
+        c.adaptation.enabled
+    used = [kind == "active" or bool(outcome.get(slot))
+            for kind, slot, _ in groups for _ in range(N)]
+    judged = self._judge(episodes, _seed(c.seed, step, 2), include=used) \
+        if need_judge else None
+    t["rm_sampling"] = time.perf_counter() - t0
+    K = max(e.num_steps for e in episodes)
+    scores = judged.scores if judged else np.zeros((len(episodes), K, 1))
+    mask = judged.mask if judged else np.array(
+        [[k < e.num_steps for k in range(K)] for e in episodes])
     # 4. training data (active tasks + accepted candidates)
     policy_samples, rm_samples = [], []
     n_policy_tasks = n_rm_tasks = 0

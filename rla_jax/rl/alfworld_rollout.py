@@ -178,8 +178,13 @@ def _play_own_games(games: list[Game], task_ids: list[str], offset: int,
 
 def judge_episodes(episodes: Sequence[Episode], sampler: Sampler, tokenizer,
                    *, m: int, seed: int, params: SamplingParams,
-                   batch_size: int = 64) -> Judgements:
-  """Samples m judgements for every step of every episode."""
+                   batch_size: int = 64,
+                   include: Sequence[bool] | None = None) -> Judgements:
+  """Samples m judgements for every step of every episode (or of the
+  episodes with include[n] true; the others get mask False and score 0)."""
+  if include is not None and len(include) != len(episodes):
+    raise ValueError(f"judge_episodes: {len(include)} include flags for "
+                     f"{len(episodes)} episodes")
   N = len(episodes)
   K = max([e.num_steps for e in episodes] + [1])
   scores = np.zeros((N, K, m), np.int32)
@@ -190,6 +195,8 @@ def judge_episodes(episodes: Sequence[Episode], sampler: Sampler, tokenizer,
   lps = [[[None] * m for _ in range(e.num_steps)] for e in episodes]
   jobs = []
   for n, e in enumerate(episodes):
+    if include is not None and not include[n]:
+      continue
     for k in range(e.num_steps):
       mask[n, k] = True
       text = agent_text.judge_step_text(e.prompt_texts[k], e.response_texts[k],
