@@ -62,6 +62,7 @@ def main(argv):
   enable_compilation_cache()
   base = _CONFIG.value
   results, curves = {"Before": []}, {}
+  before = {}  # seed -> metrics row 0 (evaluation before any update)
   t_start = time.time()
   for stage in _STAGES.value:
     results[stage], curves[stage] = [], []
@@ -70,15 +71,25 @@ def main(argv):
       config.seed = int(seed)
       for k, v in STAGES[stage].items():
         _set(config, k, v)
+      # Same seed and warm start: the evaluation before any update is the
+      # same for every stage (deterministic), so only the first stage run
+      # of a seed measures it; later stages reuse that row.
+      config.eval.at_start = seed not in before
       workdir = os.path.join(_OUT.value, stage.strip("+"), f"seed{seed}")
       log(f"ablation: stage {stage}, seed {seed} -> {workdir}")
-      history = make_loop(config, workdir, log=log).run()
+      make_loop(config, workdir, log=log).run()
       history = MetricsWriter.read_history(workdir)
-      curves[stage].append(history)
-      results[stage].append(last_values(history))
-      if stage == _STAGES.value[0]:
+      if seed not in before:
+        if not history or not any(k.startswith("eval/") for k in history[0]):
+          raise RuntimeError(f"{workdir}: metrics row 0 has no evaluation "
+                             "before training (was eval.at_start off?)")
+        before[seed] = history[0]
         results["Before"].append({k: v for k, v in history[0].items()
                                   if k.startswith("eval/")})
+      elif not history or history[0].get("step") != 0:
+        history = [before[seed]] + history
+      curves[stage].append(history)
+      results[stage].append(last_values(history))
   os.makedirs(_OUT.value, exist_ok=True)
   table = write_ablation_table(results, os.path.join(_OUT.value, "table.md"))
   plot_ablation_curves(curves, os.path.join(_OUT.value,

@@ -6,7 +6,7 @@ Stages (each timed, wall seconds in report["timings_s"]):
   2. tokenizer: byte-level BPE on rendered prompts/responses/transcripts.
   3. drill: a random-init Qwen3 base learns the candidate-index lookup.
   4. policy_sft: base -> SFT on expert targets at visited states.
-  5. rm_sft: base (or scratch) -> SFT on balanced, label-noised judge examples.
+  5. rm_sft: the SFT'd policy, the drill base or scratch -> SFT on balanced, label-noised judge examples.
   6. eval: policy success on held-out valid_seen games (Sampler); judge process
      accuracy on the policy's own steps and on held-out noisy-expert steps.
   7. save: three Hugging Face directories + a marker with the config hash; a
@@ -181,7 +181,9 @@ def build_warm_start(cfg, out_dir: str, *,
   rs = cfg["rm_sft"]
   rm_samples = [drills.boxed_answer_sample(tok, e.prompt_text, e.response_text,
                                            float(rs["answer_weight"])) for e in judge_ex]
-  rm_base = base if cfg["rm_init"] == "drill" else Qwen(model_cfg, rngs=nnx.Rngs(seed + 7))
+  rm_base = {"drill": lambda: base, "policy": lambda: policy,
+             "scratch": lambda: Qwen(model_cfg, rngs=nnx.Rngs(seed + 7))
+             }[cfg["rm_init"]]()
   held_judge_samples = [drills.boxed_answer_sample(tok, e.prompt_text, e.response_text, 1.0)
                         for e in heldout_judge][:64]
   lm = int(rs["length_multiple"])

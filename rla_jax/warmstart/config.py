@@ -26,8 +26,9 @@ Fields (all have working defaults, see `default_warmstart_config`):
   rm_epsilon           their random-action probability
   num_rm_examples      judge SFT examples (balanced +1/-1)
   rm_label_noise       fraction of judge training targets flipped
-  rm_init              "drill" (start from the drill-pretrained base) or
-                       "scratch" (random init)
+  rm_init              "policy" (start from the SFT'd policy, which already
+                       reads the game text), "drill" (the drill-pretrained
+                       base) or "scratch" (random init)
   rm_sft.*             as policy_sft
   eval.*               num_games (valid_seen), max_steps, temperature,
                        greedy, batch_size, rm_max_steps (judge eval cap)
@@ -106,9 +107,9 @@ def resolve_config(cfg=None) -> dict[str, Any]:
   if out["room_size"] not in ("small", "full"):
     raise ValueError(f"warm-start config: room_size must be 'small' or "
                      f"'full', got {out['room_size']!r}")
-  if out["rm_init"] not in ("drill", "scratch"):
-    raise ValueError(f"warm-start config: rm_init must be 'drill' or "
-                     f"'scratch', got {out['rm_init']!r}")
+  if out["rm_init"] not in ("policy", "drill", "scratch"):
+    raise ValueError(f"warm-start config: rm_init must be 'policy', 'drill' "
+                     f"or 'scratch', got {out['rm_init']!r}")
   for key in ("num_pretrain_games", "num_demo_episodes", "num_rm_episodes",
               "num_rm_examples"):
     if int(out[key]) < 1:
