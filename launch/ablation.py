@@ -64,6 +64,10 @@ def main(argv):
   results, curves = {"Before": []}, {}
   before = {}  # seed -> metrics row 0 (evaluation before any update)
   t_start = time.time()
+  unknown = [s for s in _STAGES.value if s not in STAGES]
+  if unknown:
+    raise ValueError(f"--stages: unknown stage(s) {unknown}; known: "
+                     f"{list(STAGES)}")
   for stage in _STAGES.value:
     results[stage], curves[stage] = [], []
     for seed in _SEEDS.value:
@@ -90,6 +94,10 @@ def main(argv):
         history = [before[seed]] + history
       curves[stage].append(history)
       results[stage].append(last_values(history))
+  # Table and curves in Table-1 order, whatever order the stages ran in.
+  results = {"Before": results["Before"],
+             **{s: results[s] for s in STAGES if s in results}}
+  curves = {s: curves[s] for s in STAGES if s in curves}
   os.makedirs(_OUT.value, exist_ok=True)
   table = write_ablation_table(results, os.path.join(_OUT.value, "table.md"))
   plot_ablation_curves(curves, os.path.join(_OUT.value,
