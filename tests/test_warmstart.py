@@ -23,6 +23,7 @@ TINY = {
     "drill": {"steps": 2, "batch_size": 4, "length_multiple": 512},
     "policy_sft": {"steps": 12, "batch_size": 4, "learning_rate": 1e-2,
                    "length_multiple": 512},
+    "rm_init": "policy",  # the embedded default's choice
     "rm_sft": {"steps": 2, "batch_size": 4, "length_multiple": 1024},
     "eval": {"num_games": 4, "max_steps": 2, "batch_size": 4, "rm_max_steps": 4},
 }
@@ -156,3 +157,30 @@ def test_config_rejects_unknown_keys_and_defaults_are_valid():
     resolve_config({"policy_sft": {"stpes": 3}})
   cfg = resolve_config(default_warmstart_config())
   assert cfg == default_warmstart_config()
+
+
+def test_judge_skips_excluded_episodes(built):
+  """judge_episodes(include=...) samples nothing for excluded episodes
+  (the loop excludes rejected candidates) and judges every step of the rest."""
+  from rla_jax.rl.alfworld_rollout import (SamplingParams, judge_episodes,  # pylint: disable=import-outside-toplevel
+                                           rollout_episodes)
+  from rla_jax.sampling.sampler import Sampler  # pylint: disable=import-outside-toplevel
+  from rla_jax.warmstart import load_warm_start  # pylint: disable=import-outside-toplevel
+  tok, policy, reward = load_warm_start(built[1])
+  games = generate_split("train", 3, seed=5, room_size="small")
+  stop = agent_text.end_of_turn_ids(tok)
+  make = lambda m: Sampler(m, max_prompt_len=1024, max_new_tokens=8,
+                           stop_token_ids=stop, pad_id=tok.pad_token_id)
+  eps = rollout_episodes(games, [g.game_id for g in games], make(policy), tok,
+                         backend="native", max_steps=3, history_steps=2,
+                         seed=0, params=SamplingParams())
+  judged = judge_episodes(eps, make(reward), tok, m=2, seed=0,
+                          params=SamplingParams(), include=[True, False, True])
+  for n, e in enumerate(eps):
+    want = [n != 1 and k < e.num_steps for k in range(judged.mask.shape[1])]
+    assert list(judged.mask[n]) == want
+  assert not judged.scores[1].any()
+  assert all(p is None for p in judged.prompt_ids[1])
+  with pytest.raises(ValueError, match="include flags"):
+    judge_episodes(eps, make(reward), tok, m=2, seed=0,
+                   params=SamplingParams(), include=[True])
