@@ -67,3 +67,19 @@ def test_pack_samples_rejects_misaligned_logprobs():
                         4, 2)
   assert packed["response_mask"].tolist() == [[0, 0, 1, 0], [0, 0, 0, 0]]
   assert packed["old_logprobs"][0, 2] == 1.0
+
+
+def test_updates_of_any_size_reuse_one_program_per_length_bucket():
+  """Micro-batches run one jitted call each, so a new sample count (1..6
+  samples = 1..3 micro-batches of 2) compiles nothing once the sequence
+  bucket is warm."""
+  from rla_jax.compile_counter import CompileCounter
+  model = Qwen(CFG, rngs=nnx.Rngs(2))
+  samples = _samples(model, seed=2)
+  learner = Learner(model, OptimConfig(learning_rate=1e-3, micro_batch_size=2))
+  learner.update(samples)  # warm-up: compiles accumulate + apply
+  with CompileCounter() as counter:
+    for n in (1, 2, 3, 5, 6, 4):
+      out = learner.update(samples[:n])
+      assert out["num_samples"] == n
+  assert counter.count == 0

@@ -25,7 +25,8 @@ from flax import nnx
 from rla_jax.models import unrolled
 from rla_jax.models.config import QwenConfig
 from rla_jax.models.kv_cache import KVCache
-from rla_jax.models.ops import apply_rope, grouped_attention, rms_norm
+from rla_jax.models.ops import (  # noqa: F401 (re-exported)
+    apply_rope, dense, grouped_attention, rms_norm)
 
 REMAT_POLICIES = {
     "none": None,
@@ -125,9 +126,9 @@ class Qwen(nnx.Module):
     bool. Returns x'."""
     cfg, dt = self.cfg, self.dtype
     h = rms_norm(x, p["input_norm"], cfg.rms_norm_eps)
-    q = jnp.einsum("btd,dnh->btnh", h, p["wq"].astype(dt))
-    k = jnp.einsum("btd,dkh->btkh", h, p["wk"].astype(dt))
-    v = jnp.einsum("btd,dkh->btkh", h, p["wv"].astype(dt))
+    q = dense(h, p["wq"].astype(dt))
+    k = dense(h, p["wk"].astype(dt))
+    v = dense(h, p["wv"].astype(dt))
     if cfg.qkv_bias:
       q, k, v = (q + p["bq"].astype(dt), k + p["bk"].astype(dt),
                  v + p["bv"].astype(dt))
@@ -138,12 +139,11 @@ class Qwen(nnx.Module):
     k = apply_rope(k, positions, cfg.rope_theta)
     attn = grouped_attention(q, k.transpose(0, 2, 1, 3),
                              v.transpose(0, 2, 1, 3), attend)
-    x = x + jnp.einsum("btnh,nhd->btd", attn, p["wo"].astype(dt))
+    x = x + dense(attn, p["wo"].astype(dt), num_in=2)
     h = rms_norm(x, p["post_attn_norm"], cfg.rms_norm_eps)
-    gate = jnp.einsum("btd,df->btf", h, p["w_gate"].astype(dt))
-    up = jnp.einsum("btd,df->btf", h, p["w_up"].astype(dt))
-    return x + jnp.einsum("btf,fd->btd", jax.nn.silu(gate) * up,
-                          p["w_down"].astype(dt))
+    gate = dense(h, p["w_gate"].astype(dt))
+    up = dense(h, p["w_up"].astype(dt))
+    return x + dense(jax.nn.silu(gate) * up, p["w_down"].astype(dt))
 
   # ------------------------------------------------------------ forward
   def hidden_states(self, tokens: jax.Array, mask: jax.Array | None = None,

@@ -7,8 +7,7 @@ Prefill and decode run this forward instead:
     (`unstack`), so no step slices a stacked weight or indexes a
     layer-stacked cache;
   * each layer's [B, K, S, H] cache buffer (`KVCache`) is written in place
-    (dynamic_update_slice under donation);
-  * a one-token chunk (T = 1, every decode step) uses `decode_attention`.
+    (dynamic_update_slice under donation).
 On this project's 2-core CPU a greedy decode step ran 1.5-1.8x faster than
 through the scanned forward (BENCHMARKS.md, "Sampler decode, round 2").
 The cost: compile time grows linearly with depth (sampling programs compile
@@ -29,8 +28,7 @@ import jax.numpy as jnp
 
 from rla_jax.models.config import QwenConfig
 from rla_jax.models.kv_cache import KVCache
-from rla_jax.models.ops import (apply_rope, decode_attention,
-                                grouped_attention, rms_norm)
+from rla_jax.models.ops import apply_rope, dense, grouped_attention, rms_norm
 
 UnrolledParams = dict[str, Any]
 
@@ -72,9 +70,9 @@ def _layer(cfg: QwenConfig, p, x, positions, attend, ck, cv, end, dt):
   layer's [B, K, S, H] cache. Returns (x', ck', cv') with the chunk's keys
   and values written at slots [end, end + T)."""
   h = rms_norm(x, p["input_norm"], cfg.rms_norm_eps)
-  q = jnp.einsum("btd,dnh->btnh", h, p["wq"].astype(dt))
-  k = jnp.einsum("btd,dkh->btkh", h, p["wk"].astype(dt))
-  v = jnp.einsum("btd,dkh->btkh", h, p["wv"].astype(dt))
+  q = dense(h, p["wq"].astype(dt))
+  k = dense(h, p["wk"].astype(dt))
+  v = dense(h, p["wv"].astype(dt))
   if cfg.qkv_bias:
     q, k, v = (q + p["bq"].astype(dt), k + p["bk"].astype(dt),
                v + p["bv"].astype(dt))
@@ -87,14 +85,12 @@ def _layer(cfg: QwenConfig, p, x, positions, attend, ck, cv, end, dt):
       ck, k.transpose(0, 2, 1, 3).astype(ck.dtype), (0, 0, end, 0))
   cv = jax.lax.dynamic_update_slice(
       cv, v.transpose(0, 2, 1, 3).astype(cv.dtype), (0, 0, end, 0))
-  attention = decode_attention if q.shape[1] == 1 else grouped_attention
-  attn = attention(q, ck.astype(dt), cv.astype(dt), attend)
-  x = x + jnp.einsum("btnh,nhd->btd", attn, p["wo"].astype(dt))
+  attn = grouped_attention(q, ck.astype(dt), cv.astype(dt), attend)
+  x = x + dense(attn, p["wo"].astype(dt), num_in=2)
   h = rms_norm(x, p["post_attn_norm"], cfg.rms_norm_eps)
-  gate = jnp.einsum("btd,df->btf", h, p["w_gate"].astype(dt))
-  up = jnp.einsum("btd,df->btf", h, p["w_up"].astype(dt))
-  x = x + jnp.einsum("btf,fd->btd", jax.nn.silu(gate) * up,
-                     p["w_down"].astype(dt))
+  gate = dense(h, p["w_gate"].astype(dt))
+  up = dense(h, p["w_up"].astype(dt))
+  x = x + dense(jax.nn.silu(gate) * up, p["w_down"].astype(dt))
   return x, ck, cv
 
 

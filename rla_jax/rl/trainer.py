@@ -2,10 +2,11 @@
 
 One `Learner` owns a model's parameters and AdamW state, placed on a device
 mesh with the training rules (fsdp x tensor). `Learner.update` runs one
-optimizer step over a mini-batch with exact micro-batch accumulation: the
-jitted step scans over micro-batches, sums the loss numerators and
-denominators returned by `ppo_clip_kl_loss`, and divides once, so the
-gradient equals the one-big-batch gradient. Log-probs are computed in
+optimizer step over a mini-batch with exact micro-batch accumulation: one
+jitted call per micro-batch adds its gradient of the loss numerator and its
+denominator (from `ppo_clip_kl_loss`) to running sums, and a jitted apply
+divides once, so the gradient equals the one-big-batch gradient. Programs
+compiled: one accumulate per sequence-length bucket, one apply. Log-probs are computed in
 sequence chunks (`token_logprobs`), so no [B, T, V] tensor is built.
 
 The same learner trains the policy and the reward model (the paper trains
@@ -34,7 +35,7 @@ from rla_jax import distributed
 from rla_jax import sharding as shd
 from rla_jax.models.logprobs import token_logprobs
 from rla_jax.models.qwen import Qwen
-from rla_jax.rl.losses import ppo_clip_kl_loss
+from rla_jax.rl.losses import METRIC_NAMES, ppo_clip_kl_loss
 from rla_jax.sampling.buckets import pick_bucket, power_of_two_buckets
 
 
@@ -111,35 +112,41 @@ def _loss_terms(graphdef, state, batch, clip_eps, kl_beta, chunk):
   return loss_sum, (denom, metrics)
 
 
-def _train_step(graphdef, tx, clip_eps, kl_beta, chunk, state, opt_state,
-                batches):
-  """One optimizer step over micro-batches batches[m] ([M, b, T] arrays)."""
+def _accumulate(graphdef, clip_eps, kl_beta, chunk, state, carry, batch):
+  """Adds one micro-batch's gradient of the loss SUM (and its denominator
+  and metric sums) to `carry`; batch holds [b, T] arrays.
+
+  Micro-batches run one jitted call each (compiled once per T bucket, not
+  once per micro-batch count, which a scan over micro-batches would need);
+  the carry is donated, so the running sums are updated in place.
+  """
   grad_fn = jax.value_and_grad(
       functools.partial(_loss_terms, graphdef, clip_eps=clip_eps,
                         kl_beta=kl_beta, chunk=chunk), has_aux=True)
+  (l, (d, m)), g = grad_fn(state, batch)
+  grads, loss, denom, metrics = carry
+  carry = (jax.tree.map(jnp.add, grads, g), loss + l, denom + d,
+           jax.tree.map(jnp.add, metrics, m))
+  return carry, m["ratio"] / jnp.maximum(d, 1.0)
 
-  def accumulate(carry, mb):
-    grads, loss, denom, metrics = carry
-    (l, (d, m)), g = grad_fn(state, mb)
-    grads = jax.tree.map(jnp.add, grads, g)
-    metrics = jax.tree.map(jnp.add, metrics, m)
-    return (grads, loss + l, denom + d, metrics), (d, m["ratio"])
 
-  zeros = jax.tree.map(jnp.zeros_like, state)
-  first = jax.tree.map(lambda x: x[0], batches)
-  metric_zeros = jax.tree.map(
-      jnp.zeros_like, jax.eval_shape(lambda: grad_fn(state, first)[0][1][1]))
-  (grads, loss, denom, metrics), (mb_denom, mb_ratio) = jax.lax.scan(
-      accumulate, (zeros, 0.0, 0.0, metric_zeros), batches)
+@jax.jit
+def _zero_carry(state):
+  zero = jnp.zeros((), jnp.float32)
+  return (jax.tree.map(jnp.zeros_like, state), zero, zero,
+          {k: zero for k in METRIC_NAMES})
+
+
+def _apply(tx, state, opt_state, carry):
+  """Divides the summed gradient by the summed denominator once (so the
+  step equals the one-big-batch gradient step) and applies AdamW."""
+  grads, loss, denom, metrics = carry
   scale = 1.0 / jnp.maximum(denom, 1.0)
   grads = jax.tree.map(lambda g: g * scale, grads)
   grad_norm = optax.tree.norm(grads)
   updates, opt_state = tx.update(grads, opt_state, state)
   state = optax.apply_updates(state, updates)
-  out = {"loss": loss * scale, "num_samples": denom, "grad_norm": grad_norm,
-         # mean PPO ratio of the first micro-batch: 1 when the behaviour
-         # log-probs equal the trainer's (on-policy, before any update).
-         "first_microbatch_ratio": mb_ratio[0] / jnp.maximum(mb_denom[0], 1)}
+  out = {"loss": loss * scale, "num_samples": denom, "grad_norm": grad_norm}
   out.update({k: v * scale for k, v in metrics.items()})
   return state, opt_state, out
 
@@ -167,10 +174,13 @@ class Learner:
     self.reset_optimizer()
     opt_sh = jax.tree.map(lambda x: x.sharding, self.opt_state)
     self._batch_axis = dict(rules).get("batch")
-    self._step = jax.jit(
-        functools.partial(_train_step, self.graphdef, self.tx, cfg.clip_eps,
+    self._accumulate = jax.jit(
+        functools.partial(_accumulate, self.graphdef, cfg.clip_eps,
                           cfg.kl_beta, cfg.logprob_chunk),
-        donate_argnums=(0, 1), out_shardings=(state_sh, opt_sh, None))
+        donate_argnums=(1,))
+    self._apply = jax.jit(functools.partial(_apply, self.tx),
+                          donate_argnums=(0, 1, 2),
+                          out_shardings=(state_sh, opt_sh, None))
     self.seq_buckets = power_of_two_buckets(32, cfg.max_seq_len)
 
   @property
@@ -204,28 +214,36 @@ class Learner:
     div = math.prod(self.mesh.shape[a] for a in axes)
     return -(-b // div) * div
 
+  def _zero_carry(self):
+    """Zero (grads, loss, denom, metric sums), placed like the parameters."""
+    return _zero_carry(self.state)
+
   def update(self, samples: Sequence[Sample]) -> dict[str, float]:
-    """One optimizer step on `samples` (accumulated over micro-batches)."""
+    """One optimizer step on `samples` (accumulated over micro-batches of
+    `micro_batch_size` rows; the last one is padded with empty rows)."""
     if not samples:
       raise ValueError("update() needs at least one sample")
     longest = max(len(s.prompt) + len(s.response) for s in samples)
     T = pick_bucket(longest, self.seq_buckets, "sample length")
     b = self._micro_rows()
-    M = pick_bucket(-(-len(samples) // b), power_of_two_buckets(1, 1 << 16),
-                    "micro-batch count")
-    packed = pack_samples(samples, T, M * b, self.pad_id)
-    if not self._fully_addressable:
-      distributed.assert_same_on_all_processes(
-          "Learner.update samples", *packed.values())
-    sharding = NamedSharding(self.mesh, P(None, self._batch_axis, None))
-    batches = {}
-    for k, v in packed.items():
-      v = v.reshape((M, b) + v.shape[1:])
-      sh = sharding if v.ndim == 3 else NamedSharding(
-          self.mesh, P(None, self._batch_axis))
-      batches[k] = distributed.put_global(v, sh)
-    self.state, self.opt_state, out = self._step(self.state, self.opt_state,
-                                                 batches)
+    sharding = NamedSharding(self.mesh, P(self._batch_axis, None))
+    row_sharding = NamedSharding(self.mesh, P(self._batch_axis))
+    carry, first_ratio = self._zero_carry(), None
+    for i in range(0, len(samples), b):
+      packed = pack_samples(samples[i:i + b], T, b, self.pad_id)
+      if not self._fully_addressable:
+        distributed.assert_same_on_all_processes(
+            "Learner.update samples", *packed.values())
+      batch = {k: distributed.put_global(
+          v, sharding if v.ndim == 2 else row_sharding)
+               for k, v in packed.items()}
+      carry, ratio = self._accumulate(self.state, carry, batch)
+      first_ratio = ratio if first_ratio is None else first_ratio
+    self.state, self.opt_state, out = self._apply(self.state, self.opt_state,
+                                                  carry)
+    # mean PPO ratio of the first micro-batch: 1 when the behaviour
+    # log-probs equal the trainer's (on-policy, before any update).
+    out["first_microbatch_ratio"] = first_ratio
     return {k: float(v) for k, v in distributed.to_host(out).items()}
 
   def train_epoch(self, samples: Sequence[Sample], num_updates: int
