@@ -222,21 +222,24 @@ class Sampler:
         d.process_index == jax.process_index() for d in self.mesh.devices.flat)
 
   def new_cache(self, batch: int, num_slots: int) -> KVCache:
-    if self._spans_processes:  # created in place, shard by shard
-      key = (batch, num_slots, jnp.dtype(self.cache_dtype).name)
-      if key not in self._cache_makers:
-        make = functools.partial(init_cache, self.cfg, batch, num_slots,
-                                 self.cache_dtype)
+    """An empty cache, made by a jitted program (one per shape) with
+    explicit output shardings: on a mesh it is created in place, shard by
+    shard; without one it is committed to the parameters' device. Either
+    way it is placed exactly like the caches `_prefill`/`_decode` return,
+    so a session's first turn and its later turns share compiled programs
+    (an uncommitted fresh cache used to cost one extra compile)."""
+    key = (batch, num_slots, jnp.dtype(self.cache_dtype).name)
+    if key not in self._cache_makers:
+      make = functools.partial(init_cache, self.cfg, batch, num_slots,
+                               self.cache_dtype)
+      if self.mesh is not None:
         out = jax.tree.map(lambda a, s: self._sharding(a, s.shape),
                            cache_logical_axes(self.cfg), jax.eval_shape(make),
                            is_leaf=is_axes)
-        self._cache_makers[key] = jax.jit(make, out_shardings=out)
-      return self._cache_makers[key]()
-    cache = init_cache(self.cfg, batch, num_slots, self.cache_dtype)
-    if self.mesh is None:
-      return cache
-    return jax.tree.map(lambda axes, x: self._place(x, axes),
-                        cache_logical_axes(self.cfg), cache, is_leaf=is_axes)
+      else:  # committed to the parameters' device, like the programs' outputs
+        out = jax.tree.leaves(self.params)[0].sharding
+      self._cache_makers[key] = jax.jit(make, out_shardings=out)
+    return self._cache_makers[key]()
 
   # ----------------------------------------------------------- core
   def _run(self, cache: KVCache, rows, active_rows: np.ndarray, *, seed,
