@@ -8,10 +8,11 @@ Prefill and decode run this forward instead:
     layer-stacked cache;
   * each layer's [B, K, S, H] cache buffer (`KVCache`) is written in place
     (dynamic_update_slice under donation).
-On this project's 2-core CPU a greedy decode step ran 1.5-1.8x faster than
-through the scanned forward (BENCHMARKS.md, "Sampler decode, round 2").
-The cost: compile time grows linearly with depth (sampling programs compile
-once per shape bucket).
+On this project's 2-core CPU a decode step ran 1.35-2.1x faster than
+through the scanned forward (BENCHMARKS.md, "Sampler decode, round 2"; the
+same page records that a B=32 prefill of the hidden-256 model got ~13%
+slower). The cost: compile time grows linearly with depth (sampling
+programs compile once per shape bucket).
 
 Parameters are a plain pytree (`UnrolledParams`): {"embed": [V, D],
 "final_norm": [D], "lm_head": [D, V] (untied models only), "layers": L dicts
