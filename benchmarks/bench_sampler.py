@@ -170,11 +170,11 @@ class JaxRunner:
     mask = np.ones_like(ids)
     jax.block_until_ready(cache)
     t0 = time.perf_counter()
-    cache, logits = sm._prefill(s.graphdef, s.state, cache, jnp.asarray(ids),
-                                jnp.asarray(mask))
+    cache, logits = sm._prefill(s.cfg, s.dtype, s.params, cache,
+                                jnp.asarray(ids), jnp.asarray(mask))
     jax.block_until_ready(logits)
     t1 = time.perf_counter()
-    out = sm._decode(s.graphdef, self.N, s.state, cache, logits,
+    out = sm._decode(s.cfg, s.dtype, self.N, s.params, cache, logits,
                      np.ones((B,), bool), jax.random.key(0), jnp.float32(1),
                      jnp.float32(1), jnp.int32(0), jnp.bool_(True),
                      jnp.int32(self.N), jnp.asarray(s.stop_token_ids),

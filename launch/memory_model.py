@@ -201,16 +201,17 @@ def per_device_param_bytes(cfg, mesh, rules, itemsize: int) -> int:
 
 def kv_cache_bytes_per_device(cfg: QwenConfig, rows: int, slots: int, mesh,
                               rules=shd.SAMPLE_RULES, itemsize=BF16) -> int:
-  """k and v [L, B, K, S, H] (bf16) + valid [B, S] bool, per device."""
-  axes = cache_logical_axes()
-  kv_shape = (cfg.num_layers, rows, cfg.num_kv_heads, slots, cfg.head_dim)
+  """k and v, L buffers of [B, K, S, H] each (bf16), + valid [B, S] bool,
+  per device."""
+  axes = cache_logical_axes(cfg)
+  kv_shape = (rows, cfg.num_kv_heads, slots, cfg.head_dim)
   kv = math.prod(shard_shape(
-      kv_shape, shd.logical_to_spec(axes.k, kv_shape, mesh, rules),
+      kv_shape, shd.logical_to_spec(axes.k[0], kv_shape, mesh, rules),
       mesh.shape))
   valid = math.prod(shard_shape(
       (rows, slots), shd.logical_to_spec(axes.valid, (rows, slots), mesh,
                                          rules), mesh.shape))
-  return 2 * kv * itemsize + valid
+  return 2 * cfg.num_layers * kv * itemsize + valid
 
 
 # ----------------------------------------------------------- activations

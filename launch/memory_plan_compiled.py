@@ -59,9 +59,12 @@ from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
 
 from launch import memory_model as mm  # noqa: E402
 from rla_jax import sharding as shd  # noqa: E402
-from rla_jax.models.kv_cache import cache_logical_axes, init_cache  # noqa
+from rla_jax.models.kv_cache import (cache_logical_axes, init_cache,  # noqa
+                                     is_axes)
+from rla_jax.models import unrolled  # noqa: E402
 from rla_jax.models.logprobs import sequence_logprobs  # noqa: E402
 from rla_jax.models.qwen import Qwen  # noqa: E402
+from rla_jax.sampling import sampler  # noqa: E402
 
 SMALL = mm.SMALL
 
@@ -134,26 +137,30 @@ def compiled_train(cfg, mesh) -> dict:
 
 
 def compiled_prefill(cfg, mesh) -> dict:
-  graphdef, params = abstract_state(cfg, mesh, shd.SAMPLE_RULES,
-                                    jnp.bfloat16, jnp.bfloat16)
+  """The sampler's own prefill program (`sampler._prefill`: layer-unrolled
+  bf16 weight copy, per-layer bf16 cache), compiled on abstract inputs."""
+  graphdef, state = abstract_state(cfg, mesh, shd.SAMPLE_RULES,
+                                   jnp.bfloat16, jnp.bfloat16)
+  model = nnx.merge(graphdef, state)
+  shapes = jax.eval_shape(
+      lambda st: unrolled.unstack(nnx.merge(graphdef, st)), state)
+  params = jax.tree.map(
+      lambda axes, x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=(
+          NamedSharding(mesh, shd.logical_to_spec(axes, x.shape, mesh,
+                                                  shd.SAMPLE_RULES)))),
+      unrolled.logical_axes(model), shapes, is_leaf=is_axes)
   rows, slots = ARGS.rows, ARGS.prompt + ARGS.gen
   cache = jax.eval_shape(lambda: init_cache(cfg, rows, slots, jnp.bfloat16))
   cache = jax.tree.map(
-      lambda x, axes: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=(
+      lambda axes, x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=(
           NamedSharding(mesh, shd.logical_to_spec(axes, x.shape, mesh,
                                                   shd.SAMPLE_RULES)))),
-      cache, cache_logical_axes())
+      cache_logical_axes(cfg), cache, is_leaf=is_axes)
   batch_sh = shd.batch_sharding(mesh, shd.SAMPLE_RULES)
   tokens = jax.ShapeDtypeStruct((rows, ARGS.prompt), jnp.int32,
                                 sharding=batch_sh)
-
-  def prefill(state, cache, tokens, mask):
-    model = nnx.merge(graphdef, state)
-    h, cache = model.hidden_states(tokens, mask, cache)
-    return cache, model.logits_from_hidden(h[:, -1])
-
-  fn = jax.jit(prefill, donate_argnums=(1,))
-  got = stats(fn.lower(params, cache, tokens, tokens).compile())
+  got = stats(sampler._prefill.lower(cfg, jnp.dtype(jnp.bfloat16), params,
+                                     cache, tokens, tokens).compile())
   fake = mm.fake_mesh(*(mesh.shape[a] for a in shd.MESH_AXES))
   est = mm.sample_phase_bytes(cfg, fake, rows, ARGS.prompt, ARGS.gen)
   return {"compiled": got, "analytical": est}

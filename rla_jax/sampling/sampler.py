@@ -36,7 +36,10 @@ from jax.sharding import Mesh, NamedSharding
 
 from rla_jax import distributed
 from rla_jax import sharding as shd
-from rla_jax.models.kv_cache import KVCache, cache_logical_axes, init_cache
+from rla_jax.models import unrolled
+from rla_jax.models.config import QwenConfig
+from rla_jax.models.kv_cache import KVCache, cache_logical_axes, \
+    init_cache, is_axes
 from rla_jax.models.qwen import Qwen
 from rla_jax.sampling.buckets import left_pad, pick_bucket, \
     power_of_two_buckets
@@ -60,11 +63,10 @@ class SampleOutput:
     return [len(t) for t in self.tokens]
 
 
-@functools.partial(jax.jit, static_argnums=(0,), donate_argnums=(2,))
-def _prefill(graphdef, state, cache: KVCache, tokens, mask):
-  model = nnx.merge(graphdef, state)
-  h, cache = model.hidden_states(tokens, mask, cache)
-  return cache, model.logits_from_hidden(h[:, -1])
+@functools.partial(jax.jit, static_argnums=(0, 1), donate_argnums=(3,))
+def _prefill(cfg: QwenConfig, dtype, params, cache: KVCache, tokens, mask):
+  h, cache = unrolled.forward(cfg, params, tokens, mask, cache, dtype=dtype)
+  return cache, unrolled.logits(cfg, params, h[:, -1], dtype)
 
 
 @functools.partial(jax.jit, static_argnums=(2,))
@@ -72,17 +74,17 @@ def _repeat_rows(cache: KVCache, logits, m: int):
   """Each row's cache and next-token logits repeated m times (row-major):
   m samples of one prompt share a single prefill."""
   rep = lambda x, axis: jnp.repeat(x, m, axis=axis)  # noqa: E731
-  return KVCache(k=rep(cache.k, 1), v=rep(cache.v, 1),
+  return KVCache(k=tuple(rep(x, 0) for x in cache.k),
+                 v=tuple(rep(x, 0) for x in cache.v),
                  valid=rep(cache.valid, 0), end=cache.end,
                  next_pos=rep(cache.next_pos, 0)), rep(logits, 0)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1), donate_argnums=(3,))
-def _decode(graphdef, max_new_static, state, cache: KVCache, logits, active,
-            key, temperature, top_p, top_k, greedy, max_new, stop_ids,
-            pad_id):
+@functools.partial(jax.jit, static_argnums=(0, 1, 2), donate_argnums=(4,))
+def _decode(cfg: QwenConfig, dtype, max_new_static, params, cache: KVCache,
+            logits, active, key, temperature, top_p, top_k, greedy, max_new,
+            stop_ids, pad_id):
   """Samples up to max_new (<= max_new_static) tokens per active row."""
-  model = nnx.merge(graphdef, state)
   B = logits.shape[0]
   out_tok = jnp.full((B, max_new_static), pad_id, jnp.int32)
   out_lp = jnp.zeros((B, max_new_static), jnp.float32)
@@ -102,8 +104,9 @@ def _decode(graphdef, max_new_static, state, cache: KVCache, logits, active,
     hit = live & jnp.isin(tok, stop_ids)
     stopped = stopped | hit
     done = done | hit | (step + 1 >= max_new)
-    h, cache = model.hidden_states(tok[:, None], live[:, None], cache)
-    logits = model.logits_from_hidden(h[:, 0])
+    h, cache = unrolled.forward(cfg, params, tok[:, None], live[:, None],
+                                cache, dtype=dtype)
+    logits = unrolled.logits(cfg, params, h[:, 0], dtype)
     return step + 1, cache, logits, out_tok, out_lp, done, stopped
 
   init = (jnp.zeros((), jnp.int32), cache, logits, out_tok, out_lp,
@@ -146,24 +149,35 @@ class Sampler:
         1, 4096)))
     self.mesh, self.rules = mesh, rules
     self._cache_makers = {}
+    self._unstackers = {}
     self.update_params(model)
 
   # ----------------------------------------------------------- params
   def update_params(self, model: Qwen) -> None:
     """Takes the current parameters of `model` (placed for sampling).
 
-    Floating parameters are cast to the model's compute dtype, so a trainer
-    holding float32 master weights samples from a bfloat16 copy (half the
-    memory and bandwidth) when it computes in bfloat16.
+    The sampler keeps its own copy, unstacked per layer for the unrolled
+    sampling forward (`rla_jax.models.unrolled`), with floating parameters
+    in the model's compute dtype: a trainer holding float32 master weights
+    samples from a bfloat16 copy (half the memory and bandwidth) when it
+    computes in bfloat16.
     """
     if self.mesh is not None:
       model = shd.shard_module(model, self.mesh, self.rules)
     graphdef, state = nnx.split(model)
     compute = jnp.dtype(model.dtype)
-    self.state = jax.tree.map(
-        lambda x: x.astype(compute) if jnp.issubdtype(x.dtype, jnp.floating)
-        and x.dtype != compute else x, state)
-    self.graphdef = graphdef
+    key = (graphdef, compute.name)  # one program per model structure
+    if key not in self._unstackers:
+      def fn(st):
+        return unrolled.unstack(nnx.merge(graphdef, st), compute)
+      out = None
+      if self.mesh is not None:
+        out = jax.tree.map(lambda a, x: self._sharding(a, x.shape),
+                           unrolled.logical_axes(model),
+                           jax.eval_shape(fn, state), is_leaf=is_axes)
+      self._unstackers[key] = jax.jit(fn, out_shardings=out)
+    self.params = self._unstackers[key](state)
+    self.dtype = compute
     self.cache_dtype = model.dtype
 
   # ----------------------------------------------------------- checks
@@ -208,20 +222,24 @@ class Sampler:
         d.process_index == jax.process_index() for d in self.mesh.devices.flat)
 
   def new_cache(self, batch: int, num_slots: int) -> KVCache:
-    if self._spans_processes:  # created in place, shard by shard
-      key = (batch, num_slots, jnp.dtype(self.cache_dtype).name)
-      if key not in self._cache_makers:
-        make = functools.partial(init_cache, self.cfg, batch, num_slots,
-                                 self.cache_dtype)
+    """An empty cache, made by a jitted program (one per shape) with
+    explicit output shardings: on a mesh it is created in place, shard by
+    shard; without one it is committed to the parameters' device. Either
+    way it is placed exactly like the caches `_prefill`/`_decode` return,
+    so a session's first turn and its later turns share compiled programs
+    (an uncommitted fresh cache used to cost one extra compile)."""
+    key = (batch, num_slots, jnp.dtype(self.cache_dtype).name)
+    if key not in self._cache_makers:
+      make = functools.partial(init_cache, self.cfg, batch, num_slots,
+                               self.cache_dtype)
+      if self.mesh is not None:
         out = jax.tree.map(lambda a, s: self._sharding(a, s.shape),
-                           cache_logical_axes(), jax.eval_shape(make),
-                           is_leaf=lambda x: isinstance(x, tuple))
-        self._cache_makers[key] = jax.jit(make, out_shardings=out)
-      return self._cache_makers[key]()
-    cache = init_cache(self.cfg, batch, num_slots, self.cache_dtype)
-    if self.mesh is None:
-      return cache
-    return jax.tree.map(self._place, cache, cache_logical_axes())
+                           cache_logical_axes(self.cfg), jax.eval_shape(make),
+                           is_leaf=is_axes)
+      else:  # committed to the parameters' device, like the programs' outputs
+        out = jax.tree.leaves(self.params)[0].sharding
+      self._cache_makers[key] = jax.jit(make, out_shardings=out)
+    return self._cache_makers[key]()
 
   # ----------------------------------------------------------- core
   def _run(self, cache: KVCache, rows, active_rows: np.ndarray, *, seed,
@@ -252,13 +270,14 @@ class Sampler:
           np.asarray([temperature, top_p], np.float64))
     ids = self._place(ids, ("batch", "length"))
     mask = self._place(mask, ("batch", "length"))
-    cache, logits = _prefill(self.graphdef, self.state, cache, ids, mask)
+    cache, logits = _prefill(self.cfg, self.dtype, self.params, cache, ids,
+                             mask)
     m = int(num_samples)
     if m > 1:
       cache, logits = _repeat_rows(cache, logits, m)
       active, n = np.repeat(active, m), n * m
     cache, tok, lp, stopped, _ = _decode(
-        self.graphdef, self.max_new_tokens, self.state, cache, logits,
+        self.cfg, self.dtype, self.max_new_tokens, self.params, cache, logits,
         self._place(active, ("batch",)),
         jax.random.key(seed), jnp.float32(temperature), jnp.float32(top_p),
         jnp.int32(top_k), jnp.bool_(greedy), jnp.int32(budget),

@@ -35,6 +35,21 @@ def top_k_top_p_filter(logits: jax.Array, top_k: jax.Array,
   return jnp.where(logits >= jnp.maximum(kth, pth), logits, NEG_INF)
 
 
+def first_argmax(x: jax.Array) -> jax.Array:
+  """jnp.argmax(x, axis=-1) (first index of the maximum), as int32.
+
+  x: [B, V]. Computed as min{v : x[v] == max(x)}: two plain reductions,
+  which XLA:CPU runs ~8x faster than argmax's (value, index) reduction
+  (4.5 vs 0.5 ms at B=32, V=32768; BENCHMARKS.md). For a row containing
+  NaN the index is unspecified but in [0, V).
+  """
+  V = x.shape[-1]
+  top = jnp.max(x, axis=-1, keepdims=True)
+  idx = jnp.min(jnp.where(x == top, jnp.arange(V, dtype=jnp.int32), V),
+                axis=-1)
+  return jnp.minimum(idx, V - 1).astype(jnp.int32)
+
+
 def select_tokens(logits: jax.Array, key: jax.Array, temperature: jax.Array,
                   top_p: jax.Array, top_k: jax.Array, greedy: jax.Array
                   ) -> tuple[jax.Array, jax.Array]:
@@ -57,7 +72,7 @@ def select_tokens(logits: jax.Array, key: jax.Array, temperature: jax.Array,
   # The B x V random draw runs only when sampling: greedy decoding skips it
   # (25% of a greedy decode step at B=32, V=32768; benchmarks/NOTES_sampler).
   tokens = jax.lax.cond(greedy | (temperature <= 0),
-                        lambda x: jnp.argmax(x, axis=-1).astype(jnp.int32),
+                        first_argmax,
                         sample, logits)
   chosen = jnp.take_along_axis(logits, tokens[:, None], axis=-1)[:, 0]
   return tokens, chosen - jax.nn.logsumexp(logits, axis=-1)
