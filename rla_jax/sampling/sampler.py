@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from rla_jax import distributed
 from rla_jax import sharding as shd
@@ -236,8 +236,10 @@ class Sampler:
         out = jax.tree.map(lambda a, s: self._sharding(a, s.shape),
                            cache_logical_axes(self.cfg), jax.eval_shape(make),
                            is_leaf=is_axes)
-      else:  # committed to the parameters' device, like the programs' outputs
+      else:  # committed to the parameters' device(s), like the outputs
         out = jax.tree.leaves(self.params)[0].sharding
+        if isinstance(out, NamedSharding):  # e.g. a 1-device mesh
+          out = NamedSharding(out.mesh, PartitionSpec())  # any rank
       self._cache_makers[key] = jax.jit(make, out_shardings=out)
     return self._cache_makers[key]()
 
