@@ -178,8 +178,9 @@ class Learner:
         functools.partial(_accumulate, self.graphdef, cfg.clip_eps,
                           cfg.kl_beta, cfg.logprob_chunk),
         donate_argnums=(1,))
+    # (the carry is not donated: no output has its shapes left to reuse it)
     self._apply = jax.jit(functools.partial(_apply, self.tx),
-                          donate_argnums=(0, 1, 2),
+                          donate_argnums=(0, 1),
                           out_shardings=(state_sh, opt_sh, None))
     self.seq_buckets = power_of_two_buckets(32, cfg.max_seq_len)
 
