@@ -1,18 +1,26 @@
 """Warm-start benchmark: build one config variant from scratch and print its report.
 
-  python benchmarks/bench_warmstart.py --variant default --out /tmp/ws [--json report.json]
+  python benchmarks/bench_warmstart.py --variant alfworld_default --out /tmp/ws [--json report.json]
 
-Variants are overrides of default_warmstart_config() (the sweep used to tune
-the defaults). Reports policy success, judge accuracy and per-stage wall times.
+Variants are overrides of default_warmstart_config(): "alfworld_default" is
+the embedded default run's (configs/alfworld.py), the others the sweep used
+to tune the earlier hidden-128 defaults. Reports policy success, judge accuracy and per-stage wall times.
 """
 import argparse
 import json
+import os
 import shutil
+import sys
 import time
 
-from rla_jax.warmstart import build_warm_start
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from configs import alfworld  # noqa: E402
+from rla_jax.warmstart import build_warm_start  # noqa: E402
 
 VARIANTS = {
+    # what `launch/tpu_run.py --config=alfworld` builds (configs/alfworld.py)
+    "alfworld_default": alfworld.get_config().warmstart.settings.to_dict(),
     "default": {},
     "drill500": {"drill": {"steps": 500}, "policy_sft": {"steps": 200}},
     "drill400_q16": {"drill": {"steps": 400, "num_queries": 16}},
