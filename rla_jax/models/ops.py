@@ -79,3 +79,32 @@ def grouped_attention(q, k, v, mask):
   probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
   out = jnp.einsum("bkqs,bksh->bkqh", probs, v)
   return out.reshape(B, K, G, T, H).transpose(0, 3, 1, 2, 4).reshape(B, T, N, H)
+
+
+def attention_inputs(cfg, p, x, positions, dt):
+  """A decoder layer's head: pre-norm, q/k/v projections (+ biases for
+  Qwen2, + per-head norms for Qwen3), RoPE. x: [B, T, D] -> q [B, T, N, H],
+  k, v [B, T, K, H]; p holds one layer's weights. Shared by the scanned
+  training forward and the unrolled sampling forward."""
+  h = rms_norm(x, p["input_norm"], cfg.rms_norm_eps)
+  q = dense(h, p["wq"].astype(dt))
+  k = dense(h, p["wk"].astype(dt))
+  v = dense(h, p["wv"].astype(dt))
+  if cfg.qkv_bias:
+    q, k, v = (q + p["bq"].astype(dt), k + p["bk"].astype(dt),
+               v + p["bv"].astype(dt))
+  if cfg.qk_norm:
+    q = rms_norm(q, p["q_norm"], cfg.rms_norm_eps)
+    k = rms_norm(k, p["k_norm"], cfg.rms_norm_eps)
+  return (apply_rope(q, positions, cfg.rope_theta),
+          apply_rope(k, positions, cfg.rope_theta), v)
+
+
+def attention_output_and_mlp(cfg, p, x, attn, dt):
+  """A decoder layer's tail: x + attn @ wo, then the pre-norm SwiGLU MLP
+  with its residual. x: [B, T, D]; attn: [B, T, N, H] -> [B, T, D]."""
+  x = x + dense(attn, p["wo"].astype(dt), num_in=2)
+  h = rms_norm(x, p["post_attn_norm"], cfg.rms_norm_eps)
+  gate = dense(h, p["w_gate"].astype(dt))
+  up = dense(h, p["w_up"].astype(dt))
+  return x + dense(jax.nn.silu(gate) * up, p["w_down"].astype(dt))

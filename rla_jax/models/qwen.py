@@ -26,7 +26,8 @@ from rla_jax.models import unrolled
 from rla_jax.models.config import QwenConfig
 from rla_jax.models.kv_cache import KVCache
 from rla_jax.models.ops import (  # noqa: F401 (re-exported)
-    apply_rope, dense, grouped_attention, rms_norm)
+    apply_rope, attention_inputs, attention_output_and_mlp, dense,
+    grouped_attention, rms_norm)
 
 REMAT_POLICIES = {
     "none": None,
@@ -125,25 +126,10 @@ class Qwen(nnx.Module):
     """One decoder layer over a full chunk. x: [B, T, D]; attend: [B, T, T]
     bool. Returns x'."""
     cfg, dt = self.cfg, self.dtype
-    h = rms_norm(x, p["input_norm"], cfg.rms_norm_eps)
-    q = dense(h, p["wq"].astype(dt))
-    k = dense(h, p["wk"].astype(dt))
-    v = dense(h, p["wv"].astype(dt))
-    if cfg.qkv_bias:
-      q, k, v = (q + p["bq"].astype(dt), k + p["bk"].astype(dt),
-                 v + p["bv"].astype(dt))
-    if cfg.qk_norm:
-      q = rms_norm(q, p["q_norm"], cfg.rms_norm_eps)
-      k = rms_norm(k, p["k_norm"], cfg.rms_norm_eps)
-    q = apply_rope(q, positions, cfg.rope_theta)
-    k = apply_rope(k, positions, cfg.rope_theta)
+    q, k, v = attention_inputs(cfg, p, x, positions, dt)
     attn = grouped_attention(q, k.transpose(0, 2, 1, 3),
                              v.transpose(0, 2, 1, 3), attend)
-    x = x + dense(attn, p["wo"].astype(dt), num_in=2)
-    h = rms_norm(x, p["post_attn_norm"], cfg.rms_norm_eps)
-    gate = dense(h, p["w_gate"].astype(dt))
-    up = dense(h, p["w_up"].astype(dt))
-    return x + dense(jax.nn.silu(gate) * up, p["w_down"].astype(dt))
+    return attention_output_and_mlp(cfg, p, x, attn, dt)
 
   # ------------------------------------------------------------ forward
   def hidden_states(self, tokens: jax.Array, mask: jax.Array | None = None,

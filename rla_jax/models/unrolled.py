@@ -29,7 +29,8 @@ import jax.numpy as jnp
 
 from rla_jax.models.config import QwenConfig
 from rla_jax.models.kv_cache import KVCache
-from rla_jax.models.ops import apply_rope, dense, grouped_attention, rms_norm
+from rla_jax.models.ops import (attention_inputs, attention_output_and_mlp,
+                                grouped_attention, rms_norm)
 
 UnrolledParams = dict[str, Any]
 
@@ -70,28 +71,13 @@ def _layer(cfg: QwenConfig, p, x, positions, attend, ck, cv, end, dt):
   """One decoder layer. x: [B, T, D]; attend: [B, T, S] bool; ck, cv: this
   layer's [B, K, S, H] cache. Returns (x', ck', cv') with the chunk's keys
   and values written at slots [end, end + T)."""
-  h = rms_norm(x, p["input_norm"], cfg.rms_norm_eps)
-  q = dense(h, p["wq"].astype(dt))
-  k = dense(h, p["wk"].astype(dt))
-  v = dense(h, p["wv"].astype(dt))
-  if cfg.qkv_bias:
-    q, k, v = (q + p["bq"].astype(dt), k + p["bk"].astype(dt),
-               v + p["bv"].astype(dt))
-  if cfg.qk_norm:
-    q = rms_norm(q, p["q_norm"], cfg.rms_norm_eps)
-    k = rms_norm(k, p["k_norm"], cfg.rms_norm_eps)
-  q = apply_rope(q, positions, cfg.rope_theta)
-  k = apply_rope(k, positions, cfg.rope_theta)
+  q, k, v = attention_inputs(cfg, p, x, positions, dt)
   ck = jax.lax.dynamic_update_slice(
       ck, k.transpose(0, 2, 1, 3).astype(ck.dtype), (0, 0, end, 0))
   cv = jax.lax.dynamic_update_slice(
       cv, v.transpose(0, 2, 1, 3).astype(cv.dtype), (0, 0, end, 0))
   attn = grouped_attention(q, ck.astype(dt), cv.astype(dt), attend)
-  x = x + dense(attn, p["wo"].astype(dt), num_in=2)
-  h = rms_norm(x, p["post_attn_norm"], cfg.rms_norm_eps)
-  gate = dense(h, p["w_gate"].astype(dt))
-  up = dense(h, p["w_up"].astype(dt))
-  x = x + dense(jax.nn.silu(gate) * up, p["w_down"].astype(dt))
+  x = attention_output_and_mlp(cfg, p, x, attn, dt)
   return x, ck, cv
 
 
