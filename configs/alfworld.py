@@ -23,7 +23,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
                      f"choose one of {PRESETS}")
   c = common.base("alfworld")
   c.preset = preset
-  c.total_steps = 6
+  c.total_steps = 8
   # The embedded default's warm start (used when model dirs are empty);
   # settings override rla_jax.warmstart.default_warmstart_config().
   c.warmstart = ml_collections.ConfigDict({
@@ -51,7 +51,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   })
   c.rollout = ml_collections.ConfigDict({
       "temperature": 0.8, "top_p": 1.0, "greedy": False,
-      "max_prompt_len": 1024, "max_new_tokens": 24,
+      "max_prompt_len": 1024, "max_new_tokens": 32,
   })
   c.reward = ml_collections.ConfigDict({
       "m": 3, "lam": 1.0, "use_judge_signal": True, "train_rm": True,

@@ -170,3 +170,16 @@ def test_num_samples_share_one_prefill(model, prompts):
       seq = jnp.asarray([p + toks])
       train_lp = np.asarray(sequence_logprobs(model, seq, jnp.ones_like(seq)))
       np.testing.assert_allclose(lps, train_lp[0, len(p):], atol=1e-4)
+
+
+def test_geometric_buckets_bound_padding():
+  from rla_jax.sampling.buckets import geometric_buckets
+  b = geometric_buckets(16, 1024, per_octave=4, multiple=16)
+  assert b[0] == 16 and b[-1] == 1024 and list(b) == sorted(set(b))
+  assert all(x % 16 == 0 for x in b)
+  assert (256, 320, 384, 448, 512) == tuple(x for x in b if 256 <= x <= 512)
+  # above the rounding floor no bucket pads by more than 25 %
+  assert all(y <= 1.25 * x for x, y in zip(b, b[1:]) if x >= 64)
+  assert geometric_buckets(1, 9)[:8] == (1, 2, 3, 4, 5, 6, 7, 8)
+  with pytest.raises(ValueError, match="bad arguments"):
+    geometric_buckets(8, 4)

@@ -83,3 +83,36 @@ def test_updates_of_any_size_reuse_one_program_per_length_bucket():
       out = learner.update(samples[:n])
       assert out["num_samples"] == n
   assert counter.count == 0
+
+
+def test_micro_batches_pad_to_their_own_length_bucket(monkeypatch):
+  """Samples of 7..45 tokens span the 32 and 64 buckets: sorted by length,
+  micro-batches of 2 pad to their own bucket (32, 32, 64), and the update
+  equals one batch padded to 64."""
+  from rla_jax.rl import trainer
+  model = Qwen(CFG, rngs=nnx.Rngs(3))
+  rng = np.random.RandomState(3)
+  prompts = [list(map(int, rng.randint(2, 97, size=n))) for n in
+             (40, 3, 33, 8, 20, 2)]
+  out = Sampler(model, max_prompt_len=48, max_new_tokens=5).generate(
+      prompts, seed=3)
+  samples = [Sample(p, t, lp, float(a)) for p, t, lp, a in
+             zip(prompts, out.tokens, out.logprobs, rng.randn(6))]
+  assert sorted(len(s.prompt) + len(s.response) for s in samples)[3] <= 32
+  seen = []
+  def recording_pack(chunk, seq_len, num_rows, pad_id=0):
+    seen.append((num_rows, seq_len))
+    return pack_samples(chunk, seq_len, num_rows, pad_id)
+  monkeypatch.setattr(trainer, "pack_samples", recording_pack)
+  results = {}
+  for mb in (2, 8):
+    learner = Learner(Qwen(CFG, rngs=nnx.Rngs(3)),
+                      OptimConfig(learning_rate=1e-3, micro_batch_size=mb))
+    stats = learner.update(samples)
+    results[mb] = (stats, jax.tree.map(np.asarray, nnx.state(learner.model())))
+  assert seen == [(2, 32), (2, 32), (2, 64), (8, 64)]
+  assert results[2][0]["loss"] == pytest.approx(results[8][0]["loss"],
+                                                abs=1e-6)
+  for x, y in zip(jax.tree.leaves(results[2][1]),
+                  jax.tree.leaves(results[8][1])):
+    np.testing.assert_allclose(x, y, atol=1e-5)  # float sum order

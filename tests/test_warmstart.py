@@ -133,21 +133,33 @@ def test_balance_and_corrupt_balances_labels_and_flips_targets():
     demos.balance_and_corrupt(pool, 10, 0.7, np.random.default_rng(0))
 
 
-def test_answer_weights_sit_on_the_boxed_index(built):
+def test_answer_weights_sit_on_the_decisions(built):
   from rla_jax.tokenizer import load_tokenizer  # pylint: disable=import-outside-toplevel
   tok = load_tokenizer(built[1]["tokenizer_dir"])
-  _, resp, w = drills.boxed_answer_sample(tok, "q", "I will look. \\boxed{12}", 5.0)
+  answer = agent_text.policy_response_text("look", 12)
+  assert answer == "I choose 12) look. \\boxed{12}"
+  _, resp, w = drills.boxed_answer_sample(tok, "q", answer, 5.0)
+  assert tok.decode(resp[:-1]) == answer
   heavy = [t for t, x in zip(resp, w) if x == 5.0]
-  assert tok.decode(heavy) == "12"
+  assert tok.decode(heavy).replace(" ", "") == "1212"  # chosen + boxed index
   for score in (1, -1):  # "{-" may be one token: it still carries the weight
     _, resp, w = drills.boxed_answer_sample(tok, "q", agent_text.judge_response_text(score), 5.0)
     heavy = tok.decode([t for t, x in zip(resp, w) if x == 5.0])
     assert str(score) in heavy and "boxed" not in heavy
     assert tok.decode(resp[:-1]) == agent_text.judge_response_text(score)
   assert resp[-1] == tok.convert_tokens_to_ids("<|im_end|>")
-  _, dresp, dw = drills.lookup_drill(tok, ["go to a 1", "look", "help"], 3,
-                                     np.random.default_rng(0))
-  assert len(dresp) == len(dw) and int((dw == 1.0).sum()) == 3
+  cands = ["go to a 1", "look", "help"]
+  _, dresp, dw = drills.copy_drill(tok, cands, 3, np.random.default_rng(0))
+  assert len(dresp) == len(dw)
+  lines = tok.decode(dresp).strip().split("\n")
+  assert len(lines) == 3
+  for line in lines:  # well-formed answers naming candidate k
+    k = int(line[len("I choose "):line.index(")")])
+    assert line == agent_text.policy_response_text(cands[k], k)
+  copied = tok.decode([t for t, x in zip(dresp, dw) if x == 1.0])
+  for line in lines:  # the command text is weighted 1, the first index not
+    assert line[line.index(")") + 2:line.index(".")] in copied
+  assert "I choose" not in copied
 
 
 def test_config_rejects_unknown_keys_and_defaults_are_valid():
@@ -184,3 +196,14 @@ def test_judge_skips_excluded_episodes(built):
   with pytest.raises(ValueError, match="include flags"):
     judge_episodes(eps, make(reward), tok, m=2, seed=0,
                    params=SamplingParams(), include=[True])
+
+
+def test_cache_key_covers_the_text_formats(monkeypatch):
+  """A changed answer format must not reuse a warm start trained on the
+  old one."""
+  from rla_jax.warmstart.config import config_hash
+  cfg = resolve_config(default_warmstart_config())
+  before = config_hash(cfg)
+  monkeypatch.setattr(agent_text, "policy_response_text",
+                      lambda command, index: f"I will {command}. \\boxed{{{index}}}")
+  assert config_hash(cfg) != before

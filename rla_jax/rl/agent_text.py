@@ -29,9 +29,19 @@ def policy_step_text(observations: Sequence[str], actions: Sequence[str],
                                history_steps=history_steps)
 
 
+CHOICE_PREFIX = "I choose "
+
+
 def policy_response_text(command: str, index: int) -> str:
-  """Reference answer format: a one-line rationale, then the boxed index."""
-  return f"I will {command}. \\boxed{{{index}}}"
+  """The warm-started policy's answer: "I choose k) <command>. \\boxed{k}".
+
+  The decision is the leading index; the rationale then copies candidate
+  line k, so it names the executed action (the judge's criterion (b): no
+  invented objects). Asked to write "I will <command>" first, the tiny
+  warm-started policy named a non-candidate in 535 of 620 steps while its
+  boxed index still chose well, so its rationale contradicted its action.
+  """
+  return f"{CHOICE_PREFIX}{index}) {command}. \\boxed{{{index}}}"
 
 
 def judge_step_text(step_prompt: str, step_response: str,

@@ -6,7 +6,8 @@ optimizer step over a mini-batch with exact micro-batch accumulation: one
 jitted call per micro-batch adds its gradient of the loss numerator and its
 denominator (from `ppo_clip_kl_loss`) to running sums, and a jitted apply
 divides once, so the gradient equals the one-big-batch gradient. Programs
-compiled: one accumulate per sequence-length bucket, one apply. Log-probs are computed in
+compiled: one accumulate per sequence-length bucket, one apply; samples are
+sorted by length so each micro-batch pads only to its own bucket. Log-probs are computed in
 sequence chunks (`token_logprobs`), so no [B, T, V] tensor is built.
 
 The same learner trains the policy and the reward model (the paper trains
@@ -36,7 +37,7 @@ from rla_jax import sharding as shd
 from rla_jax.models.logprobs import token_logprobs
 from rla_jax.models.qwen import Qwen
 from rla_jax.rl.losses import METRIC_NAMES, ppo_clip_kl_loss
-from rla_jax.sampling.buckets import pick_bucket, power_of_two_buckets
+from rla_jax.sampling.buckets import geometric_buckets, pick_bucket
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,7 +183,13 @@ class Learner:
     self._apply = jax.jit(functools.partial(_apply, self.tx),
                           donate_argnums=(0, 1),
                           out_shardings=(state_sh, opt_sh, None))
-    self.seq_buckets = power_of_two_buckets(32, cfg.max_seq_len)
+    # The zero carry is placed exactly like _accumulate's output carry, so
+    # a bucket's first and later micro-batches share one program.
+    rep = NamedSharding(self.mesh, P())
+    self._zeros = jax.jit(_zero_carry, out_shardings=(
+        state_sh, rep, rep, {k: rep for k in METRIC_NAMES}))
+    self.seq_buckets = geometric_buckets(32, cfg.max_seq_len, per_octave=4,
+                                         multiple=32)
 
   @property
   def _fully_addressable(self) -> bool:
@@ -217,21 +224,26 @@ class Learner:
 
   def _zero_carry(self):
     """Zero (grads, loss, denom, metric sums), placed like the parameters."""
-    return _zero_carry(self.state)
+    return self._zeros(self.state)
 
   def update(self, samples: Sequence[Sample]) -> dict[str, float]:
     """One optimizer step on `samples` (accumulated over micro-batches of
     `micro_batch_size` rows; the last one is padded with empty rows)."""
     if not samples:
       raise ValueError("update() needs at least one sample")
-    longest = max(len(s.prompt) + len(s.response) for s in samples)
-    T = pick_bucket(longest, self.seq_buckets, "sample length")
+    # The step's gradient is a sum over samples, so their grouping into
+    # micro-batches is free: sorted by length (stable), each micro-batch is
+    # padded only to its own longest sample's bucket.
+    samples = sorted(samples, key=lambda s: len(s.prompt) + len(s.response))
     b = self._micro_rows()
     sharding = NamedSharding(self.mesh, P(self._batch_axis, None))
     row_sharding = NamedSharding(self.mesh, P(self._batch_axis))
     carry, first_ratio = self._zero_carry(), None
     for i in range(0, len(samples), b):
-      packed = pack_samples(samples[i:i + b], T, b, self.pad_id)
+      chunk = samples[i:i + b]
+      T = pick_bucket(len(chunk[-1].prompt) + len(chunk[-1].response),
+                      self.seq_buckets, "sample length")
+      packed = pack_samples(chunk, T, b, self.pad_id)
       if not self._fully_addressable:
         distributed.assert_same_on_all_processes(
             "Learner.update samples", *packed.values())

@@ -42,7 +42,7 @@ from rla_jax.models.kv_cache import KVCache, cache_logical_axes, \
     init_cache, is_axes
 from rla_jax.models.qwen import Qwen
 from rla_jax.sampling.buckets import left_pad, pick_bucket, \
-    power_of_two_buckets
+    geometric_buckets
 from rla_jax.sampling.token_selection import select_tokens
 
 
@@ -141,12 +141,14 @@ class Sampler:
     self.max_new_tokens = int(max_new_tokens)
     self.stop_token_ids = np.asarray(list(stop_token_ids) or [-1], np.int32)
     self.pad_id = int(pad_id)
-    self.prompt_buckets = tuple(sorted(prompt_buckets or power_of_two_buckets(
-        16, self.max_prompt_len)))
+    # 4 sizes per octave: at most 25 % padding (a policy turn of 36 agents
+    # padded to 64 rows x 512 slots ran 1.8x slower than at 40 x 448).
+    self.prompt_buckets = tuple(sorted(prompt_buckets or geometric_buckets(
+        16, self.max_prompt_len, per_octave=4, multiple=16)))
     if self.prompt_buckets[-1] < self.max_prompt_len:
       self.prompt_buckets += (self.max_prompt_len,)
-    self.batch_buckets = tuple(sorted(batch_buckets or power_of_two_buckets(
-        1, 4096)))
+    self.batch_buckets = tuple(sorted(batch_buckets or geometric_buckets(
+        1, 4096, per_octave=4)))
     self.mesh, self.rules = mesh, rules
     self._cache_makers = {}
     self._unstackers = {}

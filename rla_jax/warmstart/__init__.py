@@ -9,7 +9,7 @@ Public API::
 
 Modules: config (defaults, hash), bpe_tokenizer (byte-level BPE + ChatML),
 demos (noisy-expert rollouts, policy/judge examples), drills (token samples,
-candidate-index lookup drills), sft (supervised trainer), evaluate (policy
+candidate-line copy drills), sft (supervised trainer), evaluate (policy
 success, judge process accuracy), build (the staged pipeline and its cache).
 """
 

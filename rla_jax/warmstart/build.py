@@ -149,14 +149,14 @@ def build_warm_start(cfg, out_dir: str, *,
   pad = tok.pad_token_id
   lap("tokenizer")
 
-  # 3. lookup drills -> base model ---------------------------------------
+  # 3. copy drills -> base model ---------------------------------------
   model_cfg = _model_config(cfg, tok)
   base = Qwen(model_cfg, rngs=nnx.Rngs(seed))
   d = cfg["drill"]
   if int(d["steps"]) > 0:
     cand_lists = [a for ep in demo_eps + extra_eps for a in ep.admissible if a]
     drng = np.random.default_rng([seed, 0xD81])
-    pool = [drills.lookup_drill(tok, cand_lists[int(drng.integers(len(cand_lists)))],
+    pool = [drills.copy_drill(tok, cand_lists[int(drng.integers(len(cand_lists)))],
                                 int(d["num_queries"]), drng)
             for _ in range(min(int(d["steps"]) * int(d["batch_size"]), 2048))]
     base, _ = sft.train_sft(base, pool, _sft_config(d), seed=seed, pad_id=pad,

@@ -9,14 +9,14 @@ Fields (all have working defaults, see `default_warmstart_config`):
   max_demo_steps       step cap of demonstration rollouts
   vocab_size           BPE vocabulary size (incl. 3 specials and 256 bytes)
   num_pretrain_games   train games whose noisy rollouts feed the tokenizer
-                       corpus and the lookup drills' candidate lists
+                       corpus and the copy drills' candidate lists
   num_demo_episodes    noisy-expert episodes (one per train game) whose
                        expert targets form the policy SFT set
   demo_epsilon         probability of a random admissible action in demos
   model.*              Qwen3 shapes (hidden_size, intermediate_size,
                        num_layers, num_heads, num_kv_heads, head_dim,
                        rope_theta, tie_word_embeddings)
-  drill.*              lookup-drill pretraining of the policy base:
+  drill.*              copy-drill pretraining of the policy base:
                        steps, batch_size, learning_rate, num_queries
                        (steps = 0 disables it)
   policy_sft.*         steps, batch_size, learning_rate, prompt_weight,
@@ -117,6 +117,18 @@ def resolve_config(cfg=None) -> dict[str, Any]:
   return out
 
 
+def text_formats() -> dict[str, str]:
+  """The prompt and answer formats the warm start trains on, rendered for a
+  toy step: part of the cache key, so a format change rebuilds the cache."""
+  from rla_jax.rl import agent_text  # pylint: disable=import-outside-toplevel
+  step = agent_text.policy_step_text(["o0", "o1"], ["a0"], ["a1", "b 2"], 1)
+  answer = agent_text.policy_response_text("b 2", 1)
+  return {"policy_prompt": step, "policy_answer": answer,
+          "judge_prompt": agent_text.judge_step_text(step, answer, "o2"),
+          "judge_answer": agent_text.judge_response_text(-1)}
+
+
 def config_hash(cfg: dict[str, Any]) -> str:
-  """sha256 of the resolved config's canonical JSON."""
-  return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()
+  """sha256 of the resolved config's canonical JSON and the text formats."""
+  key = {"config": cfg, "formats": text_formats()}
+  return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()

@@ -1,17 +1,19 @@
-"""Token samples for warm-start training: policy/judge SFT samples and lookup drills.
+"""Token samples for warm-start training: policy/judge SFT samples and copy drills.
 
-The policy answers "I will <command>. \\boxed{<index>}": the index must be
-copied from the candidate line "<index>) <command>" of the prompt, a
-content-addressed lookup that a small transformer learns slowly from
-one lookup per (long) SFT sample. A lookup drill packs many lookups into
-one short sequence: a candidate list (a real admissible list) as the user
-message, then Q answers "I will <c_q>. \\boxed{<k_q>}\\n" for random k_q.
-The loss weights the index tokens 1 and the rest `other_weight`, so the
-drill teaches the copy, not a preference among commands.
+The policy answers "I choose <k>) <command>. \\boxed{<k>}": it decides the
+index k, then copies the candidate line "<k>) <command>" of the prompt. That
+copy is a content-addressed lookup a small transformer learns slowly from
+one lookup per (long) SFT sample. A copy drill packs many lookups into one
+short sequence: a candidate list (a real admissible list) as the user
+message, then Q answers "I choose <k_q>) <c_q>. \\boxed{<k_q>}\n" for random
+k_q. The loss weights the copied text (command and boxed index) 1 and the
+rest `other_weight`, so the drill teaches the copy, not a preference among
+indices.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
@@ -21,49 +23,61 @@ from rla_jax.rl import agent_text
 BOX_OPEN = "\\boxed{"
 
 
-def _ids(tokenizer, text: str) -> list[int]:
-  return tokenizer.encode(text, add_special_tokens=False)
+def _weighted_ids(tokenizer, text: str, spans: Sequence[tuple[int, int, float]],
+                  default: float) -> tuple[list[int], list[float]]:
+  """Token ids of `text` encoded whole (as the sampler's tokens decode) and
+  per-token weights: w of the last span (lo, hi, w) a token overlaps, else
+  `default`. Spans come from the fast tokenizer's offset mapping."""
+  enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+  w = [default] * len(enc["input_ids"])
+  for i, (a, b) in enumerate(enc["offset_mapping"]):
+    for lo, hi, weight in spans:
+      if a < hi and b > lo:
+        w[i] = weight
+  return list(enc["input_ids"]), w
 
 
-def boxed_answer_sample(tokenizer, prompt_text: str, response_text: str,
-                        answer_weight: float) -> tuple[list[int], list[int], np.ndarray]:
-  """(prompt ids, response ids + <|im_end|>, weights): weight answer_weight
-  on every token overlapping the content of the last \\boxed{...}, 1 elsewhere.
-
-  The response is encoded whole (exactly as the RL sampler's tokens decode);
-  token spans come from the fast tokenizer's offset mapping.
-  """
+def decision_spans(response_text: str) -> list[tuple[int, int]]:
+  """Character spans of a response's decisions: the content of the last
+  \\boxed{...} and, for a policy answer, the leading chosen index."""
   start = response_text.rfind(BOX_OPEN)
   if start < 0:
     raise ValueError(f"response has no {BOX_OPEN!r}: {response_text!r}")
   lo = start + len(BOX_OPEN)
   hi = response_text.find("}", lo)
-  hi = len(response_text) if hi < 0 else hi
-  enc = tokenizer(response_text, add_special_tokens=False, return_offsets_mapping=True)
-  ids = list(enc["input_ids"])
-  w = np.ones(len(ids) + 1, np.float32)
-  for i, (a, b) in enumerate(enc["offset_mapping"]):
-    if a < hi and b > lo:
-      w[i] = answer_weight
+  spans = [(lo, len(response_text) if hi < 0 else hi)]
+  lead = re.match(re.escape(agent_text.CHOICE_PREFIX) + r"(\d+)", response_text)
+  if lead:
+    spans.append(lead.span(1))
+  return spans
+
+
+def boxed_answer_sample(tokenizer, prompt_text: str, response_text: str,
+                        answer_weight: float) -> tuple[list[int], list[int], np.ndarray]:
+  """(prompt ids, response ids + <|im_end|>, weights): weight answer_weight
+  on every token overlapping a decision (`decision_spans`), 1 elsewhere."""
+  ids, w = _weighted_ids(
+      tokenizer, response_text,
+      [(lo, hi, answer_weight) for lo, hi in decision_spans(response_text)], 1.0)
   eot = agent_text.end_of_turn_ids(tokenizer)[0]
-  return agent_text.chat_ids(tokenizer, prompt_text), ids + [eot], w
+  return (agent_text.chat_ids(tokenizer, prompt_text), ids + [eot],
+          np.asarray(w + [1.0], np.float32))
 
 
-def lookup_drill(tokenizer, candidates: Sequence[str], num_queries: int,
-                 rng: np.random.Generator, other_weight: float = 0.1
-                 ) -> tuple[list[int], list[int], np.ndarray]:
+def copy_drill(tokenizer, candidates: Sequence[str], num_queries: int,
+               rng: np.random.Generator, other_weight: float = 0.1
+               ) -> tuple[list[int], list[int], np.ndarray]:
   """One drill sample: (prompt ids, response ids, weights) as described above."""
   if not candidates:
-    raise ValueError("lookup_drill: empty candidate list")
+    raise ValueError("copy_drill: empty candidate list")
   prompt = "Candidate actions:\n" + "\n".join(
       f"{k}) {c}" for k, c in enumerate(candidates))
-  resp: list[int] = []
-  w: list[float] = []
+  text, spans = "", []
   for _ in range(num_queries):
     k = int(rng.integers(len(candidates)))
-    head = _ids(tokenizer, f"I will {candidates[k]}. {BOX_OPEN}")
-    index = _ids(tokenizer, str(k))
-    tail = _ids(tokenizer, "}\n")
-    resp += head + index + tail
-    w += [other_weight] * len(head) + [1.0] * len(index) + [other_weight] * len(tail)
-  return agent_text.chat_ids(tokenizer, prompt), resp, np.asarray(w, np.float32)
+    answer = agent_text.policy_response_text(candidates[k], k)
+    copied = answer.index(")")  # the command and boxed index are copied
+    spans.append((len(text) + copied, len(text) + answer.rindex("}"), 1.0))
+    text += answer + "\n"
+  ids, w = _weighted_ids(tokenizer, text, spans, other_weight)
+  return agent_text.chat_ids(tokenizer, prompt), ids, np.asarray(w, np.float32)
