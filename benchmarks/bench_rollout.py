@@ -1,0 +1,101 @@
+"""ALFWorld policy rollout: power-of-two vs geometric padding buckets.
+
+Plays the default RL step's rollout (6 train tasks x 6 rollouts, 20 steps,
+T=0.8, small rooms) with the warm-started default policy, once with the
+sampler's old bucket sets (powers of two: a turn of 36 agents and 430-token
+prompts pads to 64 rows x 512 slots) and once with the current default
+(`geometric_buckets`, 4 sizes per octave: 40 x 448). Variants alternate in
+one process, after one untimed warm-up rollout each (which compiles), so
+the ratio is measured against a baseline from the same run. The two
+variants must produce the same tokens (padding changes no row).
+
+  python benchmarks/bench_rollout.py [--warmstart DIR] [--repeats 2]
+
+DIR is a built warm start (default: the cache of `--config=alfworld`,
+$RLA_JAX_CACHE or ~/.cache/rla_jax, under alfworld/default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import jax.numpy as jnp
+
+from rla_jax.envs.alfworld import generate_split
+from rla_jax.models.hf_io import load_qwen
+from rla_jax.rl import agent_text
+from rla_jax.rl.alfworld_rollout import SamplingParams, rollout_episodes
+from rla_jax.sampling.buckets import geometric_buckets, power_of_two_buckets
+from rla_jax.sampling.sampler import Sampler
+from rla_jax.tokenizer import load_tokenizer
+from rla_jax.warmstart.coding import cache_root
+
+
+def main():
+  ap = argparse.ArgumentParser()
+  ap.add_argument("--warmstart", default=os.path.join(cache_root(""),
+                                                      "alfworld", "default"))
+  ap.add_argument("--repeats", type=int, default=2)
+  ap.add_argument("--tasks", type=int, default=6)
+  ap.add_argument("--rollouts", type=int, default=6)
+  ap.add_argument("--max-steps", type=int, default=20)
+  args = ap.parse_args()
+  if not os.path.isdir(os.path.join(args.warmstart, "policy")):
+    raise SystemExit(f"--warmstart {args.warmstart!r} has no policy/ dir: "
+                     "build it first (python launch/tpu_run.py "
+                     "--config=alfworld)")
+  tok = load_tokenizer(os.path.join(args.warmstart, "tokenizer"))
+  model = load_qwen(os.path.join(args.warmstart, "policy"),
+                    dtype=jnp.float32, param_dtype=jnp.float32)
+  max_prompt, max_new = 1024, 32
+  variants = {
+      "power_of_two": dict(prompt_buckets=power_of_two_buckets(16, max_prompt),
+                           batch_buckets=power_of_two_buckets(1, 4096)),
+      "geometric": dict(prompt_buckets=geometric_buckets(16, max_prompt, 4, 16),
+                        batch_buckets=geometric_buckets(1, 4096, 4)),
+  }
+  samplers = {k: Sampler(model, max_prompt_len=max_prompt,
+                         max_new_tokens=max_new,
+                         stop_token_ids=agent_text.end_of_turn_ids(tok),
+                         pad_id=tok.pad_token_id or 0, **v)
+              for k, v in variants.items()}
+  games = generate_split("train", args.tasks, 0, room_size="small")
+  games = [g for g in games for _ in range(args.rollouts)]
+  ids = [str(i) for i in range(len(games))]
+  params = SamplingParams(temperature=0.8, top_p=1.0, max_new_tokens=max_new)
+
+  def play(name, seed):
+    t0 = time.perf_counter()
+    eps = rollout_episodes(games, ids, samplers[name], tok, backend="native",
+                           max_steps=args.max_steps, history_steps=2,
+                           seed=seed, params=params)
+    return time.perf_counter() - t0, eps
+
+  times = {k: [] for k in variants}
+  tokens = {}
+  for name in variants:  # warm-up (compiles)
+    play(name, 0)
+  for r in range(args.repeats):
+    for name in variants:
+      dt, eps = play(name, r + 1)
+      times[name].append(dt)
+      tokens.setdefault(r, {})[name] = [e.response_ids for e in eps]
+  for r, by_name in tokens.items():
+    if by_name["power_of_two"] != by_name["geometric"]:
+      raise SystemExit(f"repeat {r}: the two bucket sets sampled different "
+                       "tokens")
+  steps = sum(e.num_steps for e in eps)
+  base = statistics.median(times["power_of_two"])
+  print(f"{len(games)} agents, {steps} agent-steps, {args.max_steps} turns; "
+        f"median of {args.repeats} rollouts (s):")
+  for name in variants:
+    med = statistics.median(times[name])
+    print(f"  {name:13s} {med:7.2f} s  ({base / med:.2f}x vs power_of_two)  "
+          f"runs: {', '.join(f'{t:.2f}' for t in times[name])}")
+
+
+if __name__ == "__main__":
+  main()
