@@ -86,7 +86,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
                   "head_dim": 16},
         "drill": {"steps": 2, "batch_size": 4},
         "policy_sft": {"steps": 12, "batch_size": 4, "learning_rate": 1e-2},
-        "rm_sft": {"steps": 30, "batch_size": 4, "learning_rate": 1e-2},
+        "rm_sft": {"steps": 40, "batch_size": 4, "learning_rate": 1e-2,
+                   "prompt_weight": 0.0},
         "eval": {"num_games": 4, "max_steps": 2, "batch_size": 4,
                  "rm_max_steps": 4},
     })
