@@ -38,7 +38,7 @@ def policy_response_text(command: str, index: int) -> str:
   The decision is the leading index; the rationale then copies candidate
   line k, so it names the executed action (the judge's criterion (b): no
   invented objects). Asked to write "I will <command>" first, the tiny
-  warm-started policy named a non-candidate in 535 of 620 steps while its
+  warm-started policy named a non-candidate in 536 of 621 steps while its
   boxed index still chose well, so its rationale contradicted its action.
   """
   return f"{CHOICE_PREFIX}{index}) {command}. \\boxed{{{index}}}"
