@@ -5,8 +5,9 @@ T=0.8, small rooms) with the warm-started default policy, once with the
 sampler's old bucket sets (powers of two: a turn of 36 agents and 430-token
 prompts pads to 64 rows x 512 slots) and once with the current default
 (`geometric_buckets`, 4 sizes per octave: 40 x 448). Variants alternate in
-one process, after one untimed warm-up rollout each (which compiles), so
-the ratio is measured against a baseline from the same run. The two
+one process, after untimed warm-up rollouts with the timed seeds (so every
+shape is compiled before timing), and the ratio is measured against a
+baseline from the same run. The two
 variants must produce the same tokens (padding changes no row).
 
   python benchmarks/bench_rollout.py [--warmstart DIR] [--repeats 2]
@@ -76,8 +77,9 @@ def main():
 
   times = {k: [] for k in variants}
   tokens = {}
-  for name in variants:  # warm-up (compiles)
-    play(name, 0)
+  for name in variants:  # warm-up: the timed seeds, so every bucket compiles
+    for r in range(args.repeats):
+      play(name, r + 1)
   for r in range(args.repeats):
     for name in variants:
       dt, eps = play(name, r + 1)
