@@ -29,7 +29,7 @@ from rla_jax.envs.alfworld import generate_split
 from rla_jax.models.hf_io import load_qwen
 from rla_jax.rl import agent_text
 from rla_jax.rl.alfworld_rollout import SamplingParams, rollout_episodes
-from rla_jax.sampling.buckets import geometric_buckets, power_of_two_buckets
+from rla_jax.sampling.buckets import power_of_two_buckets
 from rla_jax.sampling.sampler import Sampler
 from rla_jax.tokenizer import load_tokenizer
 from rla_jax.warmstart.coding import cache_root
@@ -55,8 +55,7 @@ def main():
   variants = {
       "power_of_two": dict(prompt_buckets=power_of_two_buckets(16, max_prompt),
                            batch_buckets=power_of_two_buckets(1, 4096)),
-      "geometric": dict(prompt_buckets=geometric_buckets(16, max_prompt, 4, 16),
-                        batch_buckets=geometric_buckets(1, 4096, 4)),
+      "geometric": {},  # the Sampler's default bucket sets
   }
   samplers = {k: Sampler(model, max_prompt_len=max_prompt,
                          max_new_tokens=max_new,

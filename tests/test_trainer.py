@@ -85,6 +85,20 @@ def test_updates_of_any_size_reuse_one_program_per_length_bucket():
   assert counter.count == 0
 
 
+def test_one_micro_batch_warms_every_later_micro_batch():
+  """The zero carry is placed like the accumulate output, so after an
+  update of ONE micro-batch, updates of several compile nothing (an
+  uncommitted zero carry compiled a second accumulate program)."""
+  from rla_jax.compile_counter import CompileCounter
+  model = Qwen(CFG, rngs=nnx.Rngs(2))
+  samples = _samples(model, seed=2)
+  learner = Learner(model, OptimConfig(learning_rate=1e-3, micro_batch_size=2))
+  learner.update(samples[:2])  # warm-up: a single micro-batch
+  with CompileCounter() as counter:
+    learner.update(samples)  # three micro-batches, same length bucket
+  assert counter.count == 0
+
+
 def test_micro_batches_pad_to_their_own_length_bucket(monkeypatch):
   """Samples of 7..45 tokens span the 32 and 64 buckets: sorted by length,
   micro-batches of 2 pad to their own bucket (32, 32, 64), and the update

@@ -41,6 +41,8 @@ import hashlib
 import json
 from typing import Any
 
+from rla_jax.rl import agent_text
+
 _DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "room_size": "small",
@@ -120,7 +122,6 @@ def resolve_config(cfg=None) -> dict[str, Any]:
 def text_formats() -> dict[str, str]:
   """The prompt and answer formats the warm start trains on, rendered for a
   toy step: part of the cache key, so a format change rebuilds the cache."""
-  from rla_jax.rl import agent_text  # pylint: disable=import-outside-toplevel
   step = agent_text.policy_step_text(["o0", "o1"], ["a0"], ["a1", "b 2"], 1)
   answer = agent_text.policy_response_text("b 2", 1)
   return {"policy_prompt": step, "policy_answer": answer,
