@@ -46,7 +46,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   })
   c.env = ml_collections.ConfigDict({
       "backend": "native", "room_size": "small",
-      "num_tasks": 6, "rollouts_per_task": 6,
+      # num_slots training games each hold a slot of the adaptive pool; every
+      # RL step draws num_tasks of them (the reference: one slot per train
+      # game, num_trial drawn per step).
+      "num_slots": 256, "num_tasks": 6, "rollouts_per_task": 6,
       "max_steps": 20, "history_steps": 2,
   })
   c.rollout = ml_collections.ConfigDict({
@@ -71,7 +74,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       "reward": common.optim(1e-4, updates_per_step=4, micro_batch_size=16),
   })
   c.eval = ml_collections.ConfigDict({
-      "every": 0, "at_start": True, "num_games": 32, "num_rm_episodes": 12,
+      "every": 0, "at_start": True, "num_games": 32, "num_rm_episodes": 32,
       "max_steps": 20, "seed": 1234, "temperature": 0.6, "top_p": 1.0,
       "greedy": False,
   })
@@ -91,7 +94,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         "eval": {"num_games": 4, "max_steps": 2, "batch_size": 4,
                  "rm_max_steps": 4},
     })
-    c.env.update(num_tasks=2, rollouts_per_task=4, max_steps=4)
+    c.env.update(num_slots=4, num_tasks=2, rollouts_per_task=4, max_steps=4)
     c.reward.judge_batch = 32
     c.optim.policy.update(updates_per_step=1, micro_batch_size=8)
     c.optim.reward.update(updates_per_step=1, micro_batch_size=8)
@@ -102,7 +105,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
                    tokenizer_dir="/path/to/Qwen2.5-7B-Instruct",
                    policy_dir="/path/to/Qwen2.5-7B-Instruct",
                    reward_dir="/path/to/reward-model")
-    c.env.update(room_size="full", num_tasks=16, rollouts_per_task=8,
+    c.env.update(room_size="full", num_slots=3553, num_tasks=16,
+                 rollouts_per_task=8,
                  max_steps=40, history_steps=-1)
     c.rollout.update(temperature=0.8, top_p=0.95, max_prompt_len=2048,
                      max_new_tokens=2000)

@@ -40,6 +40,14 @@ def test_unknown_key(tmp_path):
   assert "num_taskz" in proc.stderr
 
 
+def test_fewer_slots_than_tasks_per_step(tmp_path):
+  proc = _run(["--config=alfworld", "--config.env.num_slots=3",
+               f"--workdir={tmp_path}"], env={"RLA_JAX_CACHE": str(tmp_path)})
+  assert proc.returncode != 0
+  assert "config env.num_slots=3 must be >= env.num_tasks=6" in proc.stderr
+  assert not os.path.exists(tmp_path / "alfworld"), "warm start began"
+
+
 def test_missing_model_directory(tmp_path):
   proc = _run(["--config=coding:smoke", f"--workdir={tmp_path}",
                "--config.model.policy_dir=/nonexistent/policy",

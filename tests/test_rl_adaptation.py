@@ -149,3 +149,31 @@ def test_current_groups_prefers_accepted_candidates():
     # slot 0's candidate accepted, slot 2's rejected, slot 1 had none
     assert current_groups(groups, {"0": True, "2": False}) == {"0": 3, "1": 1, "2": 2}
     assert current_groups(groups, {}) == {"0": 0, "1": 1, "2": 2}
+
+
+def test_sample_active_draws_distinct_free_slots_in_slot_order():
+    import numpy as np
+    pool = TaskPool([f"t{i}" for i in range(10)])
+    pool.propose("3", "t3-hard", "harder", 0.9)
+    draws = [pool.sample_active(4, np.random.default_rng(s)) for s in range(20)]
+    for d in draws:
+        slots = [slot for slot, _ in d]
+        assert len(set(slots)) == 4 and "3" not in slots
+        assert slots == sorted(slots, key=int)  # slot order
+        assert all(tid == f"t{slot}" for slot, tid in d)
+    # seeded: same rng seed, same draw; over seeds every free slot appears
+    assert pool.sample_active(4, np.random.default_rng(7)) == draws[7]
+    seen = {slot for d in draws for slot, _ in d}
+    assert seen == {str(i) for i in range(10)} - {"3"}
+    # an accepted candidate is what its slot serves from then on
+    pool.resolve({"3": 0.5})
+    assert ("3", "t3-hard") in pool.sample_active(10, np.random.default_rng(0))
+
+
+def test_sample_active_returns_every_free_slot_when_short_and_checks_k():
+    import numpy as np
+    pool = TaskPool(["a", "b", "c"])
+    pool.propose("1", "b2", "easier", 0.0)
+    assert pool.sample_active(5, np.random.default_rng(0)) == [("0", "a"), ("2", "c")]
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        pool.sample_active(0, np.random.default_rng(0))

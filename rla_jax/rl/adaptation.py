@@ -1,7 +1,8 @@
 """Environment (task) adaptation: direction, acceptance rule, adaptive task pool (reference sec. 6.1).
 
-The pool has a fixed number of *slots*. Each slot has a root task (the original
-dataset task), an active task (the root or an accepted synthetic variant) and a
+The pool has a fixed number of *slots* (the reference gives every training game
+one and rolls out a random `sample_active` subset per RL step). Each slot has a
+root task (the original dataset task), an active task (the root or an accepted synthetic variant) and a
 history of resolved candidates. A slot whose active task is too easy (acc >= high) or
 too hard (acc <= low) may get one pending candidate task, proposed by the environment
 model; the candidate is rolled out at the next RL step and accepted or rejected with
@@ -19,6 +20,8 @@ from __future__ import annotations
 import copy
 import math
 from typing import Mapping
+
+import numpy as np
 
 DIRECTIONS = ("harder", "easier")
 POOL_FORMAT_VERSION = 1
@@ -105,6 +108,23 @@ class TaskPool:
     def active_tasks(self) -> list[tuple[str, str]]:
         """[(slot_id, active_task_id)] for every slot."""
         return [(slot, s["active_id"]) for slot, s in self.slots.items()]
+
+    def sample_active(self, k: int, rng: np.random.Generator) -> list[tuple[str, str]]:
+        """[(slot_id, active_task_id)] for k slots drawn without replacement
+        from the slots with no pending candidate (all of them if fewer),
+        returned in slot order.
+
+        The reference gives every training game a slot and draws `num_trial`
+        of them per RL step (`sample/alfworld_rl_rollout.py`); a slot whose
+        candidate is pending is rolled out through its candidate instead.
+        """
+        if k < 1:
+            raise ValueError(f"TaskPool.sample_active: k must be >= 1, got {k}")
+        free = [slot for slot in self.slots if slot not in self.pending]
+        if len(free) > k:
+            chosen = set(rng.choice(len(free), size=k, replace=False).tolist())
+            free = [slot for i, slot in enumerate(free) if i in chosen]
+        return [(slot, self.slots[slot]["active_id"]) for slot in free]
 
     def pending_candidates(self) -> list[tuple[str, dict]]:
         """[(slot_id, copy of the pending record)] for every slot with a candidate."""

@@ -1,8 +1,9 @@
 """The RLAnything closed loop on ALFWorld.
 
 One RL step (all randomness derived from (seed, step)):
-  1. Roll out every active task and every pending candidate N times with
-     the policy (one sampler call per turn for all agents).
+  1. Roll out num_tasks slots, drawn from those with no pending candidate,
+     and every pending candidate N times with the policy (one sampler call
+     per turn for all agents).
   2. Sample m judgements of every step with the reward model.
   3. Resolve candidates: accepted ones replace their parent task and their
      rollouts train this step; rejected ones are dropped (acceptance rule).
@@ -26,7 +27,7 @@ from jax.experimental import multihost_utils
 from rla_jax.envs.alfworld import generate_split
 from rla_jax.rl import evaluation
 from rla_jax.rl.adaptation import TaskPool
-from rla_jax.rl.alfworld_rollout import (SamplingParams, _seed,
+from rla_jax.rl.alfworld_rollout import (Episode, SamplingParams, _seed,
                                          judge_episodes, rollout_episodes)
 from rla_jax.rl.env_model import LLMEnvModel, RuleBasedEnvModel, \
     build_feedback
@@ -73,13 +74,22 @@ class AlfworldLoop(LoopBase):
     h = self.config.env.history_steps
     return None if h is None or h < 0 else int(h)
 
+  def check_config(self) -> None:
+    e = self.config.env
+    if e.num_tasks < 1 or e.num_slots < e.num_tasks:
+      raise ValueError(f"config env.num_slots={e.num_slots} must be >= "
+                       f"env.num_tasks={e.num_tasks} >= 1 (the slots each "
+                       f"RL step draws)")
+
   def build_tasks(self):
     c = self.config
-    train = generate_split("train", c.env.num_tasks, c.seed,
+    train = generate_split("train", c.env.num_slots, c.seed,
                            room_size=c.env.room_size)
     self.registry = {g.game_id: g for g in train}
     self.pool = TaskPool([g.game_id for g in train],
                          low=c.adaptation.low, high=c.adaptation.high)
+    # The RM's reference trajectories: the first evaluation's OOD episodes.
+    self.rm_reference = None
     self.eval_games = {
         "in_distribution": generate_split(
             "valid_seen", c.eval.num_games, c.eval.seed,
@@ -102,12 +112,19 @@ class AlfworldLoop(LoopBase):
   # --------------------------------------------------------- state
   def task_state(self) -> dict:
     return {"pool": self.pool.to_dict(),
-            "registry": {k: g.to_dict() for k, g in self.registry.items()}}
+            "registry": {k: g.to_dict() for k, g in self.registry.items()},
+            "rm_reference": None if self.rm_reference is None else
+                            [_reference_record(e) for e in self.rm_reference]}
 
   def load_task_state(self, d: dict) -> None:
     from rla_jax.envs.alfworld import Game  # pylint: disable=import-outside-toplevel
     self.pool = TaskPool.from_dict(d["pool"])
     self.registry = {k: Game.from_dict(v) for k, v in d["registry"].items()}
+    ood = {g.game_id: g for g in self.eval_games["out_of_distribution"]}
+    refs = d.get("rm_reference")
+    self.rm_reference = None if refs is None else [
+        Episode(task_id=r["task_id"], game=ood[r["task_id"]],
+                **{k: r[k] for k in _REFERENCE_FIELDS}) for r in refs]
 
   # --------------------------------------------------------- pieces
   def _sampling(self, section) -> SamplingParams:
@@ -134,8 +151,11 @@ class AlfworldLoop(LoopBase):
     c = self.config
     N = c.env.rollouts_per_task
     t = {}
-    # 1. rollouts of active tasks and pending candidates
-    groups = [("active", slot, tid) for slot, tid in self.pool.active_tasks()]
+    # 1. rollouts of num_tasks slots drawn from those with no pending
+    # candidate, and of every pending candidate
+    drawn = self.pool.sample_active(
+        c.env.num_tasks, np.random.default_rng([c.seed, step, 4]))
+    groups = [("active", slot, tid) for slot, tid in drawn]
     groups += [("candidate", slot, cand["candidate_id"])
                for slot, cand in self.pool.pending_candidates()]
     games, ids = [], []
@@ -239,20 +259,45 @@ class AlfworldLoop(LoopBase):
 
   # --------------------------------------------------------- evaluation
   def evaluate(self, step: int) -> dict:
+    """Policy success on the ID and OOD games, and the judge's accuracy on
+    the reference trajectories.
+
+    Every evaluation uses the same seeds (common random numbers), so the
+    change between two evaluations is not blurred by fresh sampling noise.
+    The judge is scored on fixed trajectories, as in the paper (Qwen3-32B
+    labels of the base policy's OOD trajectories): the OOD episodes of the
+    first evaluation, kept in the checkpoint. Scoring it on the current
+    policy's trajectories would mix its change with the policy's.
+    """
+    del step  # the same seeds at every evaluation
     c = self.config
     out, t = {}, {}
     params = self._sampling(c.eval)
     for i, (name, games) in enumerate(self.eval_games.items()):
       eps = self._rollouts(games, [g.game_id for g in games],
-                           _seed(c.eval.seed, step, 10 + i), params, t,
+                           _seed(c.eval.seed, 10 + i), params, t,
                            max_steps=c.eval.max_steps)
       out[f"eval/{name}_success"] = float(np.mean([e.won for e in eps]))
-      if name == "out_of_distribution":  # judge OOD trajectories (paper)
-        judge_eps = eps[:c.eval.num_rm_episodes]
-        judged = self._judge(judge_eps, _seed(c.eval.seed, step, 20))
-        labels = evaluation.process_labels(judge_eps)
-        out["eval/rm_process_accuracy"] = evaluation.rm_process_accuracy(
-            judged.scores, judged.mask, labels)
-        out["eval/rm_outcome_accuracy"] = evaluation.rm_outcome_accuracy(
-            judged.scores, judged.mask, np.array([e.won for e in judge_eps]))
+      if name == "out_of_distribution" and self.rm_reference is None:
+        self.rm_reference = eps[:c.eval.num_rm_episodes]
+    refs = self.rm_reference
+    judged = self._judge(refs, _seed(c.eval.seed, 20))
+    labels = evaluation.process_labels(refs)
+    out["eval/rm_process_accuracy"] = evaluation.rm_process_accuracy(
+        judged.scores, judged.mask, labels)
+    out["eval/rm_outcome_accuracy"] = evaluation.rm_outcome_accuracy(
+        judged.scores, judged.mask, np.array([e.won for e in refs]))
+    breakdown = evaluation.rm_process_breakdown(judged.scores, judged.mask,
+                                                labels)
+    out["eval/rm_positive_rate"] = breakdown["positive_rate"]
+    out["eval/rm_process_balanced_accuracy"] = breakdown["balanced_accuracy"]
     return out
+
+
+_REFERENCE_FIELDS = ("observations", "actions", "prompt_texts",
+                     "response_texts", "won")
+
+
+def _reference_record(e: Episode) -> dict:
+  """The fields of a reference episode the judge reads (JSON-able)."""
+  return {"task_id": e.task_id, **{k: getattr(e, k) for k in _REFERENCE_FIELDS}}

@@ -2,7 +2,9 @@
 
 * Policy success: mean `won` over the in-distribution (valid_seen) and
   out-of-distribution (valid_unseen) games, one rollout each.
-* RM process accuracy: on the evaluation trajectories, the majority vote of
+* RM process accuracy: on a fixed set of reference trajectories (the paper
+  judges the base policy's OOD trajectories; the loop keeps the first
+  evaluation's, so every evaluation scores the same steps), the majority vote of
   the m judgements of each step (ties and unparseable votes count as -1)
   against the expert's progress label of that step (`label_progress`:
   +1 iff the action is the first step of a shortest plan from that state).
@@ -41,6 +43,22 @@ def rm_process_accuracy(scores: np.ndarray, mask: np.ndarray,
         hits += int(votes[n, k] == lab)
         total += 1
   return hits / total if total else float("nan")
+
+
+def rm_process_breakdown(scores: np.ndarray, mask: np.ndarray,
+                         labels: list[list[int]]) -> dict:
+  """Majority-vote +1 rate and balanced accuracy (mean of the +1 and -1
+  recalls) over the real steps; a class with no step counts as nan."""
+  votes = majority_vote(scores)
+  pairs = [(votes[n, k], lab) for n, row in enumerate(labels)
+           for k, lab in enumerate(row) if mask[n, k]]
+  if not pairs:
+    return {"positive_rate": float("nan"), "balanced_accuracy": float("nan")}
+  v, y = np.array(pairs).T
+  recalls = [float((v[y == c] == c).mean()) if (y == c).any() else float("nan")
+             for c in (1, -1)]
+  return {"positive_rate": float((v > 0).mean()),
+          "balanced_accuracy": float(np.mean(recalls))}
 
 
 def rm_outcome_accuracy(scores: np.ndarray, mask: np.ndarray,

@@ -58,6 +58,7 @@ class LoopBase:
   def __init__(self, config: ml_collections.ConfigDict, workdir: str,
                *, log=logging.info):
     self.config, self.workdir, self.log = config, workdir, log
+    self.check_config()  # bad settings fail before any model work
     os.makedirs(workdir, exist_ok=True)
     shd.maybe_initialize_distributed()
     self.is_primary = jax.process_index() == 0
@@ -97,6 +98,9 @@ class LoopBase:
     self.metrics = MetricsWriter(workdir, is_primary=self.is_primary)
 
   # ------------------------------------------------------------- hooks
+  def check_config(self) -> None:
+    """Raises ValueError naming the key of an inconsistent setting."""
+
   def fingerprint_fields(self) -> dict:
     c = self.config
     return {"name": c.name, "seed": c.seed, "model": c.model.to_dict(),
