@@ -5,6 +5,17 @@ The same random Qwen3 model runs in both: it is created with transformers
 temporary directory, and loaded from there with `rla_jax.models.hf_io
 .load_qwen`, so the weights are bit-identical.
 
+Dtype (--dtype, default float32): both implementations run the same
+weights in the same dtype.
+  * float32: rla_jax `load_qwen(d)` (f32 params, f32 compute);
+    transformers as created (f32).
+  * bfloat16: rla_jax `load_qwen(d, dtype=bfloat16, param_dtype=bfloat16)`
+    (bf16 weights, bf16 compute, bf16 KV cache; the lm-head accumulates
+    in f32 and logits are f32); transformers runs the model converted with
+    `.to(torch.bfloat16)` (its logits are bf16). Both round the same saved
+    f32 weights to bf16 (round-to-nearest-even), so the bf16 weights are
+    bit-identical too.
+
 Workload: every row has the same prompt length P (random ids, no padding),
 greedy decoding, no stop token, so every row generates exactly N new tokens
 (transformers: min_new_tokens = max_new_tokens = N, eos_token_id=None).
@@ -21,15 +32,27 @@ one warm-up call (the warm-up also compiles; compile is reported apart):
                     token's K/V so a Session can continue); transformers:
                     (generate - prefill) time, steps = N - 1;
   * prefill GFLOP/s (useful FLOPs; see `prefill_flops`) against the peak
-    of a jitted f32 M^3 matmul measured in the same run (best of 10).
+    of a jitted [M,M] @ [M,M] matmul measured in the same run (best of 10,
+    max of the start and end measurements): in float32 runs an f32 matmul;
+    in bfloat16 runs a bf16 x bf16 -> f32-accumulate matmul (XLA:CPU's
+    native bf16 rate), with the f32 peak also measured and reported next
+    to it. The table header says which peak each % uses. (On XLA:CPU only
+    a dot with f32 output keeps its bf16 operands; a bf16 x bf16 -> bf16
+    dot is compiled as convert-to-f32 + f32 dot and runs at the f32 rate.)
 
 Sanity: inside the benchmark (not a test), greedy tokens of both
 implementations must agree on the first --agree tokens of every row of
-every configuration, or the script stops with an error.
+every configuration, or the script stops with an error. Default --agree:
+4 in float32; 1 in bfloat16, where the two implementations round
+differently (e.g. transformers' bf16 logits against rla_jax's f32 ones) and
+greedy paths may legitimately part after a few tokens. The measured
+agreement (min/mean over rows of the first differing index) is printed for
+every configuration.
 
 Usage:
   python benchmarks/bench_sampler.py            # full grid (~8-9 min)
   python benchmarks/bench_sampler.py --quick    # small grid (~2 min)
+  python benchmarks/bench_sampler.py --dtype bfloat16   # both in bf16
 """
 
 from __future__ import annotations
@@ -82,11 +105,14 @@ def prefill_flops(m: dict, B: int, P: int) -> int:
           + 2 * B * L * N * H * P * (P + 1))
 
 
-def measure_matmul_peak(n: int, reps: int = 10) -> float:
-  """Best-of-`reps` GFLOP/s of a jitted f32 [n,n] @ [n,n]."""
-  a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
-  b = jax.random.normal(jax.random.key(1), (n, n), jnp.float32)
-  f = jax.jit(lambda x, y: x @ y)
+def measure_matmul_peak(n: int, reps: int = 10,
+                        dtype=jnp.float32) -> float:
+  """Best-of-`reps` GFLOP/s of a jitted [n,n] @ [n,n] with inputs in
+  `dtype`, accumulated and returned in f32 (for f32: a plain f32 matmul)."""
+  a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32).astype(dtype)
+  b = jax.random.normal(jax.random.key(1), (n, n), jnp.float32).astype(dtype)
+  f = jax.jit(lambda x, y: jnp.matmul(x, y,
+                                      preferred_element_type=jnp.float32))
   f(a, b).block_until_ready()
   best = float("inf")
   for _ in range(reps):
@@ -107,7 +133,9 @@ def median(xs):
   return statistics.median(xs)
 
 
-def make_hf_model(name: str, max_pos: int, out_dir: str):
+def make_hf_model(name: str, max_pos: int, out_dir: str,
+                  dtype: str = "float32"):
+  """Random Qwen3 (seed 0) saved in f32 to out_dir; returned in `dtype`."""
   import torch
   from transformers import Qwen3Config, Qwen3ForCausalLM
   cfg = Qwen3Config(**MODELS[name], tie_word_embeddings=True,
@@ -118,7 +146,7 @@ def make_hf_model(name: str, max_pos: int, out_dir: str):
   torch.manual_seed(0)
   model = Qwen3ForCausalLM(cfg).eval()
   model.save_pretrained(out_dir)
-  return model
+  return model.to(getattr(torch, dtype))
 
 
 class HFRunner:
@@ -236,20 +264,24 @@ def bench_config(name, hf, jx, B, P, N, runs, agree, rng):
   return row
 
 
-def fmt_table(rows, peak):
+def fmt_table(rows, peaks):
+  """peaks: {label: GFLOP/s}, first = the run's dtype (one % column each)."""
+  pct = ", ".join(f"% {k} peak" for k in peaks)
   hdr = ("| model | B | P/N | HF e2e tok/s | rla_jax e2e tok/s | ratio | "
          "HF decode tok/s | rla_jax decode tok/s | HF prefill tok/s | "
-         "rla_jax prefill tok/s | rla_jax prefill GFLOP/s (% peak) | "
+         f"rla_jax prefill tok/s | rla_jax prefill GFLOP/s ({pct}) | "
          "HF prefill GFLOP/s | rla_jax compile s (#) | greedy agree "
          "(min/mean tokens) |")
   lines = [hdr, "|" + "---|" * (hdr.count("|") - 1)]
   for r in rows:
+    pcts = ", ".join(f"{100 * r['jx_gflops'] / p:.0f}%"
+                     for p in peaks.values())
     lines.append(
         f"| {r['model']} | {r['B']} | {r['P']}/{r['N']} | {r['hf_e2e']:.0f} "
         f"| {r['jx_e2e']:.0f} | **{r['jx_e2e'] / r['hf_e2e']:.2f}** | "
         f"{r['hf_dec']:.0f} | {r['jx_dec']:.0f} | {r['hf_pre']:.0f} | "
         f"{r['jx_pre']:.0f} | {r['jx_gflops']:.1f} "
-        f"({100 * r['jx_gflops'] / peak:.0f}%) | {r['hf_gflops']:.1f} | "
+        f"({pcts}) | {r['hf_gflops']:.1f} | "
         f"{r['jx_compile']:.1f} ({r['jx_ncomp']}) | "
         f"{r['agree_min']}/{r['agree_mean']:.1f} |")
   return "\n".join(lines)
@@ -277,8 +309,14 @@ def main(argv=None):
                   help="shapes for the medium model (~10x slower; default "
                   "128:64,32:128; add 512:64 for a long-prompt row, +~3 min)")
   ap.add_argument("--runs", type=int, default=None, help="default 3")
-  ap.add_argument("--agree", type=int, default=4,
-                  help="greedy tokens that must agree on every row")
+  ap.add_argument("--dtype", choices=("float32", "bfloat16"),
+                  default="float32",
+                  help="dtype of weights and compute in both implementations "
+                  "(bfloat16: rla_jax dtype=param_dtype=bfloat16, "
+                  "transformers model.to(torch.bfloat16))")
+  ap.add_argument("--agree", type=int, default=None,
+                  help="greedy tokens that must agree on every row "
+                  "(default 4 in float32, 1 in bfloat16)")
   ap.add_argument("--peak-n", type=int, default=2048)
   ap.add_argument("--threads", type=int, default=2)
   ap.add_argument("--rla-path", default=None,
@@ -296,6 +334,13 @@ def main(argv=None):
   for k, v in (quick if args.quick else full).items():
     if getattr(args, k) is None:
       setattr(args, k, v)
+  if args.agree is None:
+    args.agree = 4 if args.dtype == "float32" else 1
+  bf16 = args.dtype == "bfloat16"
+  # The run's dtype first (the % in the acceptance line uses it); in bf16
+  # runs the f32 peak is also measured (cheap) and reported.
+  peak_dtypes = {"bf16": jnp.bfloat16, "f32": jnp.float32} if bf16 else {
+      "f32": jnp.float32}
 
   import torch
   torch.set_num_threads(args.threads)
@@ -312,10 +357,15 @@ def main(argv=None):
         f"{transformers.__version__}; cpus {os.cpu_count()}; "
         f"load avg at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
         f"rla_jax from {os.path.dirname(rla_jax.__file__)}")
+  print(f"dtype {args.dtype}: weights and compute in {args.dtype} in both "
+        f"implementations; greedy agreement required on the first "
+        f"{args.agree} token(s) of every row", flush=True)
   t_all = time.perf_counter()
-  peak_start = measure_matmul_peak(args.peak_n)
-  print(f"matmul peak at start (jitted f32 {args.peak_n}^3, best of 10): "
-        f"{peak_start:.1f} GFLOP/s", flush=True)
+  peak_start = {k: measure_matmul_peak(args.peak_n, dtype=dt)
+                for k, dt in peak_dtypes.items()}
+  for k, v in peak_start.items():
+    print(f"matmul peak at start (jitted {k} x {k} -> f32 {args.peak_n}^3, "
+          f"best of 10): {v:.1f} GFLOP/s", flush=True)
 
   rows = []
   rng = np.random.default_rng(0)
@@ -324,10 +374,12 @@ def main(argv=None):
                           else args.shapes)
     max_pos = max(p + n for p, n in shapes)
     with tempfile.TemporaryDirectory() as d:
-      hf_model = make_hf_model(name, max(max_pos, 1024), d)
-      jx_model = load_qwen(d)
+      hf_model = make_hf_model(name, max(max_pos, 1024), d, args.dtype)
+      dt = jnp.dtype(args.dtype)
+      jx_model = load_qwen(d, dtype=dt, param_dtype=dt)
     n_params = sum(p.numel() for p in hf_model.parameters())
-    print(f"model {name}: {n_params:,} params (tied embeddings)", flush=True)
+    print(f"model {name}: {n_params:,} params (tied embeddings), "
+          f"{args.dtype}", flush=True)
     hf = HFRunner(hf_model)
     for P, N in shapes:
       jx = JaxRunner(jx_model, P, N, batches)
@@ -335,30 +387,37 @@ def main(argv=None):
         t = time.perf_counter()
         r = bench_config(name, hf, jx, B, P, N, args.runs, args.agree, rng)
         rows.append(r)
-        print(f"  {name} B={B:>2} P={P} N={N}: HF {r['hf_e2e']:.0f} "
-              f"rla_jax {r['jx_e2e']:.0f} tok/s (x{r['jx_e2e'] / r['hf_e2e']:.2f})"
-              f"; decode {r['hf_dec']:.0f} / {r['jx_dec']:.0f}; prefill "
-              f"{r['jx_gflops']:.1f} GFLOP/s; compiles {r['jx_ncomp']} "
+        print(f"  {name} {args.dtype} B={B:>2} P={P} N={N}: HF "
+              f"{r['hf_e2e']:.0f} rla_jax {r['jx_e2e']:.0f} tok/s "
+              f"(x{r['jx_e2e'] / r['hf_e2e']:.2f}); decode {r['hf_dec']:.0f}"
+              f" / {r['jx_dec']:.0f}; prefill {r['jx_gflops']:.1f} GFLOP/s;"
+              f" greedy agree min/mean {r['agree_min']}/"
+              f"{r['agree_mean']:.1f} of {N}; compiles {r['jx_ncomp']} "
               f"(+{r['jx_ncomp_steady']} after warm-up); "
               f"[{time.perf_counter() - t:.0f} s]", flush=True)
         if r["jx_ncomp_steady"]:
           raise SystemExit("rla_jax recompiled after warm-up")
-  peak_end = measure_matmul_peak(args.peak_n)
+  peak_end = {k: measure_matmul_peak(args.peak_n, dtype=dt)
+              for k, dt in peak_dtypes.items()}
   # The higher of the two is the less disturbed one (the machine is shared).
-  peak = max(peak_start, peak_end)
+  peaks = {k: max(peak_start[k], peak_end[k]) for k in peak_dtypes}
+  peak = peaks[next(iter(peaks))]  # the run's dtype
   load = os.getloadavg()
   print()
-  print(fmt_table(rows, peak))
+  print(f"dtype {args.dtype} (both implementations)")
+  print(fmt_table(rows, peaks))
   print()
-  print(f"matmul peak (max of start {peak_start:.1f}, end {peak_end:.1f}): "
-        f"{peak:.1f} GFLOP/s; total {time.perf_counter() - t_all:.0f} s; "
+  for k in peaks:
+    print(f"matmul peak {k} x {k} -> f32 (max of start {peak_start[k]:.1f}, "
+          f"end {peak_end[k]:.1f}): {peaks[k]:.1f} GFLOP/s")
+  print(f"total {time.perf_counter() - t_all:.0f} s; "
         f"load avg at end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
   b32 = [r for r in rows if r["B"] == 32 and MODELS[r["model"]]
          ["hidden_size"] >= 256]
   if b32:
     print("acceptance (hidden >= 256): batch-32 e2e ratio min "
           f"{min(r['jx_e2e'] / r['hf_e2e'] for r in b32):.2f} (bar 3.0); "
-          "prefill % of peak min over all rows "
+          f"prefill % of {next(iter(peaks))} peak min over all rows "
           f"{100 * min(r['jx_gflops'] for r in rows) / peak:.0f}% (bar 40%)")
 
 
