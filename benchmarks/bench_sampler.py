@@ -41,11 +41,14 @@ one warm-up call (the warm-up also compiles; compile is reported apart):
     dot is compiled as convert-to-f32 + f32 dot and runs at the f32 rate.)
 
 Sanity: inside the benchmark (not a test), greedy tokens of both
-implementations must agree on the first --agree tokens of every row of
-every configuration, or the script stops with an error. Default --agree:
-4 in float32; 1 in bfloat16, where the two implementations round
-differently (e.g. transformers' bf16 logits against rla_jax's f32 ones) and
-greedy paths may legitimately part after a few tokens. The measured
+implementations must agree on the first --agree tokens of at least a
+fraction --agree-rows of the rows of every configuration, or the script
+stops with an error. Defaults: every row on 4 tokens in float32; 90% of
+the rows on 1 token in bfloat16, where the two implementations round
+differently (e.g. transformers' bf16 logits against rla_jax's f32 ones):
+a random model's near-tied logits can flip even the first greedy token
+(medium, B=32: 2 of 32 rows parted at token 0, the others agreed on 20-64
+tokens). The measured
 agreement (min/mean over rows of the first differing index) is printed for
 every configuration.
 
@@ -212,7 +215,7 @@ class JaxRunner:
 
 
 # --------------------------------------------------------------- main loop
-def bench_config(name, hf, jx, B, P, N, runs, agree, rng):
+def bench_config(name, hf, jx, B, P, N, runs, agree, agree_rows, rng):
   from rla_jax.compile_counter import CompileCounter
   m = MODELS[name]
   ids = rng.integers(0, m["vocab_size"], size=(B, P)).astype(np.int32)
@@ -256,9 +259,10 @@ def bench_config(name, hf, jx, B, P, N, runs, agree, rng):
   first_diff = np.array([N if r.all() else int(np.argmin(r)) for r in same])
   row["agree_min"] = int(first_diff.min())
   row["agree_mean"] = float(first_diff.mean())
-  if first_diff.min() < agree:
+  if (first_diff >= agree).mean() < agree_rows:
     raise SystemExit(
-        f"greedy outputs disagree within the first {agree} tokens "
+        f"greedy outputs disagree within the first {agree} tokens on more "
+        f"than {1 - agree_rows:.0%} of the rows "
         f"({name} B={B} P={P} N={N}): first differing index per row "
         f"{first_diff.tolist()}")
   return row
@@ -315,8 +319,11 @@ def main(argv=None):
                   "(bfloat16: rla_jax dtype=param_dtype=bfloat16, "
                   "transformers model.to(torch.bfloat16))")
   ap.add_argument("--agree", type=int, default=None,
-                  help="greedy tokens that must agree on every row "
+                  help="greedy tokens that must agree on the rows "
                   "(default 4 in float32, 1 in bfloat16)")
+  ap.add_argument("--agree-rows", type=float, default=None,
+                  help="fraction of rows that must agree on --agree tokens "
+                  "(default 1.0 in float32, 0.9 in bfloat16)")
   ap.add_argument("--peak-n", type=int, default=2048)
   ap.add_argument("--threads", type=int, default=2)
   ap.add_argument("--rla-path", default=None,
@@ -336,6 +343,8 @@ def main(argv=None):
       setattr(args, k, v)
   if args.agree is None:
     args.agree = 4 if args.dtype == "float32" else 1
+  if args.agree_rows is None:
+    args.agree_rows = 1.0 if args.dtype == "float32" else 0.9
   bf16 = args.dtype == "bfloat16"
   # The run's dtype first (the % in the acceptance line uses it); in bf16
   # runs the f32 peak is also measured (cheap) and reported.
@@ -359,7 +368,8 @@ def main(argv=None):
         f"rla_jax from {os.path.dirname(rla_jax.__file__)}")
   print(f"dtype {args.dtype}: weights and compute in {args.dtype} in both "
         f"implementations; greedy agreement required on the first "
-        f"{args.agree} token(s) of every row", flush=True)
+        f"{args.agree} token(s) of {args.agree_rows:.0%} of the rows",
+        flush=True)
   t_all = time.perf_counter()
   peak_start = {k: measure_matmul_peak(args.peak_n, dtype=dt)
                 for k, dt in peak_dtypes.items()}
@@ -385,7 +395,8 @@ def main(argv=None):
       jx = JaxRunner(jx_model, P, N, batches)
       for B in batches:
         t = time.perf_counter()
-        r = bench_config(name, hf, jx, B, P, N, args.runs, args.agree, rng)
+        r = bench_config(name, hf, jx, B, P, N, args.runs, args.agree,
+                         args.agree_rows, rng)
         rows.append(r)
         print(f"  {name} {args.dtype} B={B:>2} P={P} N={N}: HF "
               f"{r['hf_e2e']:.0f} rla_jax {r['jx_e2e']:.0f} tok/s "
