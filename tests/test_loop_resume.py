@@ -80,3 +80,26 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "resumed from checkpoint step" in resumed.stderr
   assert _rows(killed) == reference
+
+
+@pytest.mark.slow
+def test_judge_reference_is_the_base_policys_without_eval_at_start(
+    env, tmp_path, monkeypatch):
+  """The judge's reference trajectories are the base policy's OOD episodes,
+  whether an evaluation runs before training or not (the ablation's later
+  stages skip it), so RM accuracies of different stages are paired."""
+  from configs import alfworld  # pylint: disable=import-outside-toplevel
+  from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
+  monkeypatch.setenv("RLA_JAX_CACHE", env["RLA_JAX_CACHE"])
+  with_eval = make_loop(alfworld.get_config("smoke"), str(tmp_path / "a"),
+                        log=lambda msg: None)
+  with_eval.evaluate(-1)
+  c = alfworld.get_config("smoke")
+  c.eval.at_start = False
+  without = make_loop(c, str(tmp_path / "b"), log=lambda msg: None)
+  without._ensure_rm_reference()  # pylint: disable=protected-access
+  a, b = with_eval.rm_reference, without.rm_reference
+  assert len(a) == len(b) == c.eval.num_rm_episodes
+  assert [e.task_id for e in a] == [e.task_id for e in b]
+  assert [e.response_texts for e in a] == [e.response_texts for e in b]
+  assert [e.actions for e in a] == [e.actions for e in b]

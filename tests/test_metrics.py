@@ -258,6 +258,14 @@ def test_summary_table_and_learning_curves(tmp_path):
     _assert_png(png_path)
 
 
+def test_summary_lists_optional_eval_keys_only_when_logged():
+    history = [{"step": 0, "eval/rm_positive_rate": 0.25},
+               {"step": 1, "eval/rm_positive_rate": 0.0}]
+    text = summary_markdown(history, title="Run")
+    assert "| eval/rm_positive_rate | 0.25 (0) | 0 (1) |" in text
+    assert "eval/rm_process_balanced_accuracy" not in text
+
+
 def test_summary_tolerates_missing_keys_and_empty_history(tmp_path):
     md, png = write_summary([{"step": 0}, {"step": 1, "other/x": 1.0}], str(tmp_path / "a"),
                             title="sparse")

@@ -10,6 +10,8 @@ EVAL_ID_SUCCESS = "eval/in_distribution_success"
 EVAL_OOD_SUCCESS = "eval/out_of_distribution_success"
 EVAL_RM_PROCESS_ACCURACY = "eval/rm_process_accuracy"
 EVAL_RM_OUTCOME_ACCURACY = "eval/rm_outcome_accuracy"
+EVAL_RM_POSITIVE_RATE = "eval/rm_positive_rate"
+EVAL_RM_PROCESS_BALANCED_ACCURACY = "eval/rm_process_balanced_accuracy"
 ENV_ACCEPTED_TOTAL = "env/accepted_total"
 TRAIN_ROLLOUT_ACCURACY = "train/rollout_accuracy"
 
@@ -18,6 +20,10 @@ TRAIN_PREFIX = "train/"
 # Keys summarised first (in this order) by `write_summary`; train/* keys follow, sorted.
 SUMMARY_KEYS = (EVAL_ID_SUCCESS, EVAL_OOD_SUCCESS, EVAL_RM_PROCESS_ACCURACY,
                 EVAL_RM_OUTCOME_ACCURACY, ENV_ACCEPTED_TOTAL)
+
+# Summarised after SUMMARY_KEYS when logged (not reported when absent).
+OPTIONAL_SUMMARY_KEYS = (EVAL_RM_POSITIVE_RATE,
+                         EVAL_RM_PROCESS_BALANCED_ACCURACY)
 
 # (column title, key) of the paper's Table 1.
 TABLE1_COLUMNS = (

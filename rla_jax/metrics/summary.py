@@ -67,10 +67,12 @@ def last_values(history: Sequence[dict]) -> dict[str, float]:
 
 
 def summary_keys(history: Sequence[dict]) -> list[str]:
-    """SUMMARY_KEYS present in the history, then every train/* key, sorted."""
+    """SUMMARY_KEYS present in the history, then the OPTIONAL_SUMMARY_KEYS
+    present, then every train/* key, sorted."""
     present = {k for entry in history for k in entry}
     train = sorted(k for k in present if k.startswith(K.TRAIN_PREFIX))
-    return [k for k in K.SUMMARY_KEYS if k in present] + train
+    return [k for k in K.SUMMARY_KEYS + K.OPTIONAL_SUMMARY_KEYS
+            if k in present] + train
 
 
 def _fmt(v: float) -> str:

@@ -25,6 +25,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from rla_jax.envs.alfworld import generate_split
+from rla_jax.metrics import keys
 from rla_jax.rl import evaluation
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.alfworld_rollout import (Episode, SamplingParams, _seed,
@@ -151,6 +152,7 @@ class AlfworldLoop(LoopBase):
     c = self.config
     N = c.env.rollouts_per_task
     t = {}
+    self._ensure_rm_reference()
     # 1. rollouts of num_tasks slots drawn from those with no pending
     # candidate, and of every pending candidate
     drawn = self.pool.sample_active(
@@ -258,6 +260,25 @@ class AlfworldLoop(LoopBase):
     return metrics
 
   # --------------------------------------------------------- evaluation
+  def _eval_rollouts(self, name: str, timings: dict) -> list:
+    """One rollout of every game of eval split `name`, with that split's
+    fixed seed (the same episodes for the same policy)."""
+    c = self.config
+    games = self.eval_games[name]
+    i = list(self.eval_games).index(name)
+    return self._rollouts(games, [g.game_id for g in games],
+                          _seed(c.eval.seed, 10 + i), self._sampling(c.eval),
+                          timings, max_steps=c.eval.max_steps)
+
+  def _ensure_rm_reference(self) -> None:
+    """Without an evaluation before training (eval.at_start off, e.g. the
+    ablation's later stages), the reference trajectories are rolled out
+    before the first update: the same episodes that evaluation would
+    keep."""
+    if self.rm_reference is None:
+      eps = self._eval_rollouts("out_of_distribution", {})
+      self.rm_reference = eps[:self.config.eval.num_rm_episodes]
+
   def evaluate(self, step: int) -> dict:
     """Policy success on the ID and OOD games, and the judge's accuracy on
     the reference trajectories.
@@ -272,11 +293,8 @@ class AlfworldLoop(LoopBase):
     del step  # the same seeds at every evaluation
     c = self.config
     out, t = {}, {}
-    params = self._sampling(c.eval)
-    for i, (name, games) in enumerate(self.eval_games.items()):
-      eps = self._rollouts(games, [g.game_id for g in games],
-                           _seed(c.eval.seed, 10 + i), params, t,
-                           max_steps=c.eval.max_steps)
+    for name in self.eval_games:
+      eps = self._eval_rollouts(name, t)
       out[f"eval/{name}_success"] = float(np.mean([e.won for e in eps]))
       if name == "out_of_distribution" and self.rm_reference is None:
         self.rm_reference = eps[:c.eval.num_rm_episodes]
@@ -289,8 +307,9 @@ class AlfworldLoop(LoopBase):
         judged.scores, judged.mask, np.array([e.won for e in refs]))
     breakdown = evaluation.rm_process_breakdown(judged.scores, judged.mask,
                                                 labels)
-    out["eval/rm_positive_rate"] = breakdown["positive_rate"]
-    out["eval/rm_process_balanced_accuracy"] = breakdown["balanced_accuracy"]
+    out[keys.EVAL_RM_POSITIVE_RATE] = breakdown["positive_rate"]
+    out[keys.EVAL_RM_PROCESS_BALANCED_ACCURACY] = breakdown[
+        "balanced_accuracy"]
     return out
 
 
