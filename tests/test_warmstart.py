@@ -80,7 +80,11 @@ def test_sft_lowers_heldout_response_loss_and_report_is_complete(built):
   assert pol["heldout_response_loss_after"] < pol["heldout_response_loss_before"] - 0.3
   assert 0.0 <= pol["success_rate"] <= 1.0 and pol["num_games"] == 4
   for key in ("on_policy_steps", "on_heldout_noisy_steps"):
-    assert 0.0 <= rep["reward_model"][key]["accuracy"] <= 1.0
+    r = rep["reward_model"][key]
+    assert 0.0 <= r["accuracy"] <= 1.0
+    # every +1 vote on a -1 label (or missing +1 vote on a +1 label) is a miss
+    assert r["accuracy"] <= 1.0 - abs(r["vote_positive_rate"] -
+                                      r["label_positive_rate"]) + 1e-9
   assert set(rep["timings_s"]) >= {"data", "tokenizer", "drill", "policy_sft", "rm_sft",
                                    "policy_eval", "rm_eval", "save", "total"}
   assert rep["cache_hit"] is False

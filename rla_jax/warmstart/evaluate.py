@@ -107,8 +107,10 @@ def judge_accuracy(model: Qwen, tokenizer, records: Sequence[StepRecord], *,
 
   accuracy = mean[S == label] with S = parse_boxed_score(judge answer)
   (an unparseable answer, S = 0, counts as wrong); balanced_accuracy =
-  mean of the accuracies on label +1 and label -1 steps; positive_rate =
-  fraction of labels that are +1 (what a constant "+1" judge would score).
+  mean of the accuracies on label +1 and label -1 steps;
+  label_positive_rate = fraction of labels that are +1 (what a constant "+1"
+  judge would score); vote_positive_rate = fraction of the judge's answers
+  that are +1.
   """
   if not records:
     raise ValueError("judge_accuracy: no step records")
@@ -130,6 +132,7 @@ def judge_accuracy(model: Qwen, tokenizer, records: Sequence[StepRecord], *,
                if (labels == c).any()]
   return {"accuracy": float(hit.mean()),
           "balanced_accuracy": float(np.mean(per_class)),
-          "positive_rate": float((labels > 0).mean()),
+          "label_positive_rate": float((labels > 0).mean()),
+          "vote_positive_rate": float((scores > 0).mean()),
           "unparseable_rate": float((scores == 0).mean()),
           "num_steps": int(len(records))}
