@@ -57,7 +57,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   })
   c.rollout = ml_collections.ConfigDict({
       "temperature": 0.8, "top_p": 1.0, "greedy": False,
-      "max_prompt_len": 1024, "max_new_tokens": 32,
+      # The judge's prompt (policy prompt + answer + next observation)
+      # reached 1,071 tokens on a drawn train game; 2048 as the reference.
+      "max_prompt_len": 2048, "max_new_tokens": 32,
   })
   c.reward = ml_collections.ConfigDict({
       "m": 3, "lam": 1.0, "use_judge_signal": True, "train_rm": True,
