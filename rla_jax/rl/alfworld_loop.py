@@ -89,7 +89,8 @@ class AlfworldLoop(LoopBase):
     self.registry = {g.game_id: g for g in train}
     self.pool = TaskPool([g.game_id for g in train],
                          low=c.adaptation.low, high=c.adaptation.high)
-    # The RM's reference trajectories: the first evaluation's OOD episodes.
+    # The judge's reference trajectories: the base policy's OOD episodes
+    # (kept by the first evaluation, or by `_ensure_rm_reference`).
     self.rm_reference = None
     self.eval_games = {
         "in_distribution": generate_split(
