@@ -2,8 +2,8 @@
 
 The pool has a fixed number of *slots* (the reference gives every training game
 one and rolls out a random `sample_active` subset per RL step). Each slot has a
-root task (the original dataset task), an active task (the root or an accepted synthetic variant) and a
-history of resolved candidates. A slot whose active task is too easy (acc >= high) or
+root task (the original dataset task), an active task (the root or an accepted
+synthetic variant) and a history of resolved candidates. A slot whose active task is too easy (acc >= high) or
 too hard (acc <= low) may get one pending candidate task, proposed by the environment
 model; the candidate is rolled out at the next RL step and accepted or rejected with
 ``accept_candidate``. On acceptance the candidate replaces the slot's active task.

@@ -32,29 +32,29 @@ def process_labels(episodes) -> list[list[int]]:
            for k in range(ep.num_steps)] for ep in episodes]
 
 
+def _votes_and_labels(scores: np.ndarray, mask: np.ndarray,
+                      labels: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+  """([S] majority votes, [S] expert labels) of the S real steps."""
+  votes = majority_vote(scores)
+  pairs = [(votes[n, k], lab) for n, row in enumerate(labels)
+           for k, lab in enumerate(row) if mask[n, k]]
+  return tuple(np.array(pairs, np.int64).reshape(-1, 2).T)
+
+
 def rm_process_accuracy(scores: np.ndarray, mask: np.ndarray,
                         labels: list[list[int]]) -> float:
   """Fraction of real steps whose majority vote equals the expert label."""
-  votes = majority_vote(scores)
-  hits = total = 0
-  for n, row in enumerate(labels):
-    for k, lab in enumerate(row):
-      if mask[n, k]:
-        hits += int(votes[n, k] == lab)
-        total += 1
-  return hits / total if total else float("nan")
+  v, y = _votes_and_labels(scores, mask, labels)
+  return float((v == y).mean()) if y.size else float("nan")
 
 
 def rm_process_breakdown(scores: np.ndarray, mask: np.ndarray,
                          labels: list[list[int]]) -> dict:
   """Majority-vote +1 rate and balanced accuracy (mean of the +1 and -1
   recalls) over the real steps; a class with no step counts as nan."""
-  votes = majority_vote(scores)
-  pairs = [(votes[n, k], lab) for n, row in enumerate(labels)
-           for k, lab in enumerate(row) if mask[n, k]]
-  if not pairs:
+  v, y = _votes_and_labels(scores, mask, labels)
+  if not y.size:
     return {"positive_rate": float("nan"), "balanced_accuracy": float("nan")}
-  v, y = np.array(pairs).T
   recalls = [float((v[y == c] == c).mean()) if (y == c).any() else float("nan")
              for c in (1, -1)]
   return {"positive_rate": float((v > 0).mean()),
