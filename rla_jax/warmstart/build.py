@@ -124,14 +124,16 @@ def build_warm_start(cfg, out_dir: str, *,
   eval_games = generate_split("valid_seen", int(cfg["eval"]["num_games"]),
                               seed=seed, room_size=cfg["room_size"])
   rng = np.random.default_rng([seed, 0xDE30])
+  demo_expert = cfg["demo_expert"]
   demo_eps = demos.noisy_expert_rollouts(games[:n_demo], cfg["demo_epsilon"],
-                                         rng, cfg["max_demo_steps"])
+                                         rng, cfg["max_demo_steps"], demo_expert)
   rm_eps = demos.noisy_expert_rollouts(games[n_demo:n_demo + n_rm],
-                                       cfg["rm_epsilon"], rng, cfg["max_demo_steps"])
+                                       cfg["rm_epsilon"], rng, cfg["max_demo_steps"],
+                                       demo_expert)
   extra_eps = demos.noisy_expert_rollouts(games[n_demo + n_rm:], cfg["demo_epsilon"],
-                                          rng, cfg["max_demo_steps"])
+                                          rng, cfg["max_demo_steps"], demo_expert)
   heldout_eps = demos.noisy_expert_rollouts(eval_games, cfg["rm_epsilon"], rng,
-                                            cfg["max_demo_steps"])
+                                            cfg["max_demo_steps"], demo_expert)
   pol_ex = demos.policy_examples(demo_eps, H)
   judge_pool = demos.judge_examples(rm_eps, H)
   judge_ex = demos.balance_and_corrupt(judge_pool, int(cfg["num_rm_examples"]),

@@ -13,6 +13,9 @@ Fields (all have working defaults, see `default_warmstart_config`):
   num_demo_episodes    noisy-expert episodes (one per train game) whose
                        expert targets form the policy SFT set
   demo_epsilon         probability of a random admissible action in demos
+  demo_expert          the demonstrator: "search" (searches for hidden objects
+                       through the room listing, so every choice can be read
+                       off the prompt) or "oracle" (knows where everything is)
   model.*              Qwen3 shapes (hidden_size, intermediate_size,
                        num_layers, num_heads, num_kv_heads, head_dim,
                        rope_theta, tie_word_embeddings)
@@ -52,6 +55,7 @@ _DEFAULTS: dict[str, Any] = {
     "num_pretrain_games": 150,
     "num_demo_episodes": 120,
     "demo_epsilon": 0.3,
+    "demo_expert": "search",
     "model": {"hidden_size": 128, "intermediate_size": 384, "num_layers": 4,
               "num_heads": 4, "num_kv_heads": 2, "head_dim": 32,
               "rope_theta": 10000.0, "tie_word_embeddings": True},
@@ -109,6 +113,9 @@ def resolve_config(cfg=None) -> dict[str, Any]:
   if out["room_size"] not in ("small", "full"):
     raise ValueError(f"warm-start config: room_size must be 'small' or "
                      f"'full', got {out['room_size']!r}")
+  if out["demo_expert"] not in ("search", "oracle"):
+    raise ValueError(f"warm-start config: demo_expert must be 'search' or "
+                     f"'oracle', got {out['demo_expert']!r}")
   if out["rm_init"] not in ("policy", "drill", "scratch"):
     raise ValueError(f"warm-start config: rm_init must be 'policy', 'drill' "
                      f"or 'scratch', got {out['rm_init']!r}")

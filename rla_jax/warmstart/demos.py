@@ -1,7 +1,7 @@
 """Demonstration data: epsilon-noisy expert rollouts and the examples built from them.
 
-A rollout follows the oracle expert (``next_action``) but, with probability
-epsilon, takes a uniformly random admissible command instead, so the visited
+A rollout follows an expert (the oracle ``next_action`` or the searching
+``search_next_action``, see ``EXPERTS``) but, with probability epsilon, takes a uniformly random admissible command instead, so the visited
 states include mistakes and recoveries. Examples are rendered with
 ``rla_jax.rl.agent_text`` so warm start and RL see byte-identical prompts:
 
@@ -21,8 +21,13 @@ from typing import Sequence
 import numpy as np
 
 from rla_jax.envs.alfworld import Game, label_progress, make_env, next_action
+from rla_jax.envs.alfworld.search_expert import search_next_action
 from rla_jax.rl import agent_text
 from rla_jax.rl.prompts import candidate_actions
+
+
+# Demonstrators: (game, actions so far) -> next command or None.
+EXPERTS = {"oracle": next_action, "search": search_next_action}
 
 
 @dataclasses.dataclass
@@ -50,17 +55,20 @@ class TextExample:
 
 
 def noisy_expert_rollouts(games: Sequence[Game], epsilon: float,
-                          rng: np.random.Generator, max_steps: int
-                          ) -> list[Episode]:
+                          rng: np.random.Generator, max_steps: int,
+                          expert: str = "oracle") -> list[Episode]:
   """Plays every game with the epsilon-noisy expert for at most max_steps.
 
-  At each state: e = next_action(game, actions); with probability epsilon (or
+  At each state: e = EXPERTS[expert](game, actions); with probability epsilon (or
   if e is None) the action is a uniform draw from the admissible commands,
   otherwise e. Games are stepped one at a time in the native env, in order,
   so the result is a deterministic function of (games, epsilon, rng state).
   """
   if not 0.0 <= epsilon <= 1.0:
     raise ValueError(f"demo epsilon must be in [0, 1], got {epsilon}")
+  if expert not in EXPERTS:
+    raise ValueError(f"demo expert must be one of {sorted(EXPERTS)}, got {expert!r}")
+  expert_fn = EXPERTS[expert]
   env = make_env("native", 1, max_steps=max_steps)
   episodes = []
   for game in games:
@@ -69,7 +77,7 @@ def noisy_expert_rollouts(games: Sequence[Game], epsilon: float,
                  [], bool(infos["won"][0]))
     done = ep.won
     while not done:
-      expert = next_action(game, ep.actions)
+      expert = expert_fn(game, ep.actions)
       cands = candidate_actions(ep.admissible[-1])
       if expert is not None and expert not in cands:
         raise RuntimeError(f"game {game.game_id}: expert command {expert!r} "
