@@ -12,6 +12,10 @@ def optim(lr: float, updates_per_step: int, micro_batch_size: int
       "micro_batch_size": micro_batch_size, "logprob_chunk": 128,
       # The reference re-creates AdamW every RL step; we keep it by default.
       "reset_optimizer_each_step": False,
+      # PPO early stopping: an RL step's remaining updates are skipped once
+      # a mini-batch's KL to the behaviour policy exceeds 1.5 * target_kl
+      # (0 = off, as the reference).
+      "target_kl": 0.0,
   })
 
 

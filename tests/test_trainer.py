@@ -130,3 +130,39 @@ def test_micro_batches_pad_to_their_own_length_bucket(monkeypatch):
   for x, y in zip(jax.tree.leaves(results[2][1]),
                   jax.tree.leaves(results[8][1])):
     np.testing.assert_allclose(x, y, atol=1e-5)  # float sum order
+
+
+def _kl_to_behaviour(learner, samples):
+  """Mean over samples of the token-mean k3 KL(behaviour || current), numpy."""
+  out = []
+  for s, lp in zip(samples, learner.logprobs(samples)):
+    d = np.asarray(s.old_logprobs, np.float64) - lp  # log pi_old - log pi
+    out.append(np.mean(np.exp(d) - 1.0 - d))
+  return float(np.mean(out))
+
+
+def test_target_kl_stops_the_epoch_before_an_update_past_the_limit():
+  model = Qwen(CFG, rngs=nnx.Rngs(3))
+  samples = _samples(model, seed=3) * 2  # 12 samples: 4 updates of 3
+  full = Learner(Qwen(CFG, rngs=nnx.Rngs(3)),
+                 OptimConfig(learning_rate=3e-2, micro_batch_size=4))
+  assert len(full.train_epoch(samples, 4)) == 4  # target_kl 0: no stop
+  # After one big step, the second mini-batch's KL (numpy, at the updated
+  # parameters) decides whether the second step runs.
+  probe = Learner(Qwen(CFG, rngs=nnx.Rngs(3)),
+                  OptimConfig(learning_rate=3e-2, micro_batch_size=4))
+  probe.update(samples[:3])
+  kl = _kl_to_behaviour(probe, samples[3:6])
+  assert kl > 1e-3
+  for target, applied in ((kl / 1.5 * 0.9, 1), (kl / 1.5 * 1.1, 2)):
+    learner = Learner(Qwen(CFG, rngs=nnx.Rngs(3)),
+                      OptimConfig(learning_rate=3e-2, micro_batch_size=4,
+                                  target_kl=target))
+    out = learner.train_epoch(samples, 4)
+    assert len(out) >= applied
+    if applied == 1:
+      assert len(out) == 1
+      # the stopped epoch left the parameters of its one update
+      for x, y in zip(jax.tree.leaves(nnx.state(learner.model())),
+                      jax.tree.leaves(nnx.state(probe.model()))):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-6)

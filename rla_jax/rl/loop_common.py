@@ -32,7 +32,8 @@ def optim_config(section, max_seq_len: int) -> OptimConfig:
       learning_rate=section.learning_rate, weight_decay=section.weight_decay,
       grad_clip=section.grad_clip, clip_eps=section.clip_eps,
       kl_beta=section.kl_beta, micro_batch_size=section.micro_batch_size,
-      logprob_chunk=section.logprob_chunk, max_seq_len=max_seq_len)
+      logprob_chunk=section.logprob_chunk, max_seq_len=max_seq_len,
+      target_kl=section.target_kl)
 
 
 def current_groups(groups, accepted: dict) -> dict:
@@ -148,6 +149,7 @@ class LoopBase:
     out = learner.train_epoch(samples, c.updates_per_step)
     if out:
       self.samplers[role].update_params(learner.model())
+    # fewer than updates_per_step when target_kl stopped the epoch
     metrics = {f"{role}/updates": len(out)}
     for key in ("loss", "pg_loss", "kl", "clip_frac", "grad_norm", "ratio"):
       if out:

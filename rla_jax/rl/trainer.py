@@ -53,6 +53,10 @@ class OptimConfig:
   micro_batch_size: int = 4
   logprob_chunk: int = 128
   max_seq_len: int = 4096
+  # PPO early stopping (Schulman et al.'s PPO baselines, SB3 `target_kl`):
+  # an epoch stops before an update whose mini-batch already shows a mean
+  # k3 KL to the behaviour policy above 1.5 * target_kl. 0 disables it.
+  target_kl: float = 0.0
 
 
 @dataclasses.dataclass
@@ -226,9 +230,14 @@ class Learner:
     """Zero (grads, loss, denom, metric sums), placed like the parameters."""
     return self._zeros(self.state)
 
-  def update(self, samples: Sequence[Sample]) -> dict[str, float]:
+  def update(self, samples: Sequence[Sample], max_kl: float | None = None
+             ) -> dict[str, float] | None:
     """One optimizer step on `samples` (accumulated over micro-batches of
-    `micro_batch_size` rows; the last one is padded with empty rows)."""
+    `micro_batch_size` rows; the last one is padded with empty rows).
+
+    With `max_kl`, the step is not applied (and None is returned) when the
+    samples' mean k3 KL to their behaviour log-probs, at the current
+    parameters, exceeds it."""
     if not samples:
       raise ValueError("update() needs at least one sample")
     # The step's gradient is a sum over samples, so their grouping into
@@ -252,6 +261,10 @@ class Learner:
                for k, v in packed.items()}
       carry, ratio = self._accumulate(self.state, carry, batch)
       first_ratio = ratio if first_ratio is None else first_ratio
+    if max_kl is not None:
+      denom, kl_sum = distributed.to_host((carry[2], carry[3]["kl"]))
+      if float(denom) > 0 and float(kl_sum) / float(denom) > max_kl:
+        return None
     self.state, self.opt_state, out = self._apply(self.state, self.opt_state,
                                                   carry)
     # mean PPO ratio of the first micro-batch: 1 when the behaviour
@@ -261,13 +274,21 @@ class Learner:
 
   def train_epoch(self, samples: Sequence[Sample], num_updates: int
                   ) -> list[dict[str, float]]:
-    """Splits samples (kept in order) into num_updates optimizer steps."""
+    """Splits samples (kept in order) into num_updates optimizer steps; the
+    metrics of the steps applied. With cfg.target_kl > 0 the epoch stops at
+    the first mini-batch whose KL exceeds 1.5 * target_kl (`update`)."""
     if not samples:
       return []
     n = max(1, min(num_updates, len(samples)))
     size = -(-len(samples) // n)
-    return [self.update(samples[i:i + size])
-            for i in range(0, len(samples), size)]
+    max_kl = 1.5 * self.cfg.target_kl if self.cfg.target_kl > 0 else None
+    out = []
+    for i in range(0, len(samples), size):
+      metrics = self.update(samples[i:i + size], max_kl=max_kl)
+      if metrics is None:
+        break
+      out.append(metrics)
+    return out
 
   # ------------------------------------------------------------ checks
   def logprobs(self, samples: Sequence[Sample]) -> list[np.ndarray]:

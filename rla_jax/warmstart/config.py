@@ -55,7 +55,7 @@ _DEFAULTS: dict[str, Any] = {
     "num_pretrain_games": 150,
     "num_demo_episodes": 120,
     "demo_epsilon": 0.3,
-    "demo_expert": "search",
+    "demo_expert": "oracle",
     "model": {"hidden_size": 128, "intermediate_size": 384, "num_layers": 4,
               "num_heads": 4, "num_kv_heads": 2, "head_dim": 32,
               "rope_theta": 10000.0, "tie_word_embeddings": True},
