@@ -97,7 +97,12 @@ def test_judge_reference_is_the_base_policys_without_eval_at_start(
   c = alfworld.get_config("smoke")
   c.eval.at_start = False
   without = make_loop(c, str(tmp_path / "b"), log=lambda msg: None)
-  without._ensure_rm_reference()  # pylint: disable=protected-access
+  timings = {}
+  without._ensure_rm_reference(timings)  # pylint: disable=protected-access
+  assert timings["judge_reference"] > 0  # its wall time is reported
+  again = {}
+  without._ensure_rm_reference(again)  # pylint: disable=protected-access
+  assert again == {}  # kept: not rolled out twice
   a, b = with_eval.rm_reference, without.rm_reference
   assert len(a) == len(b) == c.eval.num_rm_episodes
   assert [e.task_id for e in a] == [e.task_id for e in b]

@@ -153,7 +153,7 @@ class AlfworldLoop(LoopBase):
     c = self.config
     N = c.env.rollouts_per_task
     t = {}
-    self._ensure_rm_reference()
+    self._ensure_rm_reference(t)
     # 1. rollouts of num_tasks slots drawn from those with no pending
     # candidate, and of every pending candidate
     drawn = self.pool.sample_active(
@@ -271,14 +271,16 @@ class AlfworldLoop(LoopBase):
                           _seed(c.eval.seed, 10 + i), self._sampling(c.eval),
                           timings, max_steps=c.eval.max_steps)
 
-  def _ensure_rm_reference(self) -> None:
+  def _ensure_rm_reference(self, timings: dict) -> None:
     """Without an evaluation before training (eval.at_start off, e.g. the
     ablation's later stages), the reference trajectories are rolled out
     before the first update: the same episodes that evaluation would
-    keep."""
+    keep. Their wall time goes to timings["judge_reference"]."""
     if self.rm_reference is None:
+      t0 = time.perf_counter()
       eps = self._eval_rollouts("out_of_distribution", {})
       self.rm_reference = eps[:self.config.eval.num_rm_episodes]
+      timings["judge_reference"] = time.perf_counter() - t0
 
   def evaluate(self, step: int) -> dict:
     """Policy success on the ID and OOD games, and the judge's accuracy on
