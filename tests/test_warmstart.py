@@ -126,6 +126,23 @@ def test_noisy_rollouts_are_deterministic_and_targets_are_expert_choices():
     assert j.label == (1 if label_progress(e.game, e.actions[:k], e.actions[k]) else -1)
 
 
+def test_index_answer_format_holds_only_the_decision():
+  games = generate_split("train", 4, seed=3, room_size="small")
+  eps = demos.noisy_expert_rollouts(games, 0.5, np.random.default_rng(7), 20)
+  pol = demos.policy_examples(eps, 2, "index")
+  assert len(pol) == len(demos.policy_examples(eps, 2))
+  ep = eps[0]
+  cands = ep.admissible[0]
+  assert pol[0].response_text == f"\\boxed{{{cands.index(ep.expert[0])}}}"
+  assert cands[parse_action_index(pol[0].response_text, len(cands))] == ep.expert[0]
+  judged = demos.judge_examples(eps, 2, "index")
+  assert judged[0].parts[1] == f"\\boxed{{{cands.index(ep.actions[0])}}}"
+  with pytest.raises(ValueError, match="answer_format"):
+    agent_text.policy_response_text("look", 0, "essay")
+  with pytest.raises(ValueError, match="policy_answer"):
+    resolve_config({"policy_answer": "essay"})
+
+
 def test_balance_and_corrupt_balances_labels_and_flips_targets():
   pool = [demos.TextExample(f"p{i}", "", 1 if i % 4 else -1) for i in range(200)]
   out = demos.balance_and_corrupt(pool, 80, 0.25, np.random.default_rng(0))

@@ -30,10 +30,14 @@ def policy_step_text(observations: Sequence[str], actions: Sequence[str],
 
 
 CHOICE_PREFIX = "I choose "
+ANSWER_FORMATS = ("choice_line", "index")
 
 
-def policy_response_text(command: str, index: int) -> str:
-  """The warm-started policy's answer: "I choose k) <command>. \\boxed{k}".
+def policy_response_text(command: str, index: int,
+                         answer_format: str = "choice_line") -> str:
+  """The warm-started policy's answer: "I choose k) <command>. \\boxed{k}"
+  ("choice_line"), or just "\\boxed{k}" ("index": every sampled token but
+  the index is then fixed, so the policy gradient lands on the decision).
 
   The decision is the leading index; the rationale then copies candidate
   line k, so it names the executed action (the judge's criterion (b): no
@@ -41,6 +45,11 @@ def policy_response_text(command: str, index: int) -> str:
   warm-started policy named a non-candidate in 536 of 621 steps while its
   boxed index still chose well, so its rationale contradicted its action.
   """
+  if answer_format not in ANSWER_FORMATS:
+    raise ValueError(f"answer_format must be one of {ANSWER_FORMATS}, "
+                     f"got {answer_format!r}")
+  if answer_format == "index":
+    return f"\\boxed{{{index}}}"
   return f"{CHOICE_PREFIX}{index}) {command}. \\boxed{{{index}}}"
 
 

@@ -134,13 +134,15 @@ def build_warm_start(cfg, out_dir: str, *,
                                           rng, cfg["max_demo_steps"], demo_expert)
   heldout_eps = demos.noisy_expert_rollouts(eval_games, cfg["rm_epsilon"], rng,
                                             cfg["max_demo_steps"], demo_expert)
-  pol_ex = demos.policy_examples(demo_eps, H)
-  judge_pool = demos.judge_examples(rm_eps, H)
+  answer = cfg["policy_answer"]
+  pol_ex = demos.policy_examples(demo_eps, H, answer)
+  judge_pool = demos.judge_examples(rm_eps, H, answer)
   judge_ex = demos.balance_and_corrupt(judge_pool, int(cfg["num_rm_examples"]),
                                        float(cfg["rm_label_noise"]), rng)
-  heldout_pol = demos.policy_examples(heldout_eps, H)
+  heldout_pol = demos.policy_examples(heldout_eps, H, answer)
   heldout_judge = demos.balance_and_corrupt(
-      demos.judge_examples(heldout_eps, H), int(cfg["eval"]["rm_max_steps"]), 0.0, rng)
+      demos.judge_examples(heldout_eps, H, answer), int(cfg["eval"]["rm_max_steps"]),
+      0.0, rng)
   lap("data")
 
   # 2. tokenizer ----------------------------------------------------------

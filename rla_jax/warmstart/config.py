@@ -13,6 +13,8 @@ Fields (all have working defaults, see `default_warmstart_config`):
   num_demo_episodes    noisy-expert episodes (one per train game) whose
                        expert targets form the policy SFT set
   demo_epsilon         probability of a random admissible action in demos
+  policy_answer        the policy's SFT answer: "choice_line" ("I choose k)
+                       <command>. \\boxed{k}") or "index" ("\\boxed{k}" only)
   demo_expert          the demonstrator: "search" (searches for hidden objects
                        through the room listing, so every choice can be read
                        off the prompt) or "oracle" (knows where everything is)
@@ -56,6 +58,7 @@ _DEFAULTS: dict[str, Any] = {
     "num_demo_episodes": 120,
     "demo_epsilon": 0.3,
     "demo_expert": "oracle",
+    "policy_answer": "choice_line",
     "model": {"hidden_size": 128, "intermediate_size": 384, "num_layers": 4,
               "num_heads": 4, "num_kv_heads": 2, "head_dim": 32,
               "rope_theta": 10000.0, "tie_word_embeddings": True},
@@ -116,6 +119,9 @@ def resolve_config(cfg=None) -> dict[str, Any]:
   if out["demo_expert"] not in ("search", "oracle"):
     raise ValueError(f"warm-start config: demo_expert must be 'search' or "
                      f"'oracle', got {out['demo_expert']!r}")
+  if out["policy_answer"] not in agent_text.ANSWER_FORMATS:
+    raise ValueError(f"warm-start config: policy_answer must be one of "
+                     f"{agent_text.ANSWER_FORMATS}, got {out['policy_answer']!r}")
   if out["rm_init"] not in ("policy", "drill", "scratch"):
     raise ValueError(f"warm-start config: rm_init must be 'policy', 'drill' "
                      f"or 'scratch', got {out['rm_init']!r}")

@@ -101,14 +101,15 @@ def step_prompt(ep: Episode, k: int, history_steps: int | None) -> str:
                                      ep.admissible[k], history_steps)
 
 
-def command_response(command: str, admissible: Sequence[str]) -> str:
+def command_response(command: str, admissible: Sequence[str],
+                     answer_format: str = "choice_line") -> str:
   """The reference-format response choosing `command` among the candidates."""
   return agent_text.policy_response_text(
-      command, candidate_actions(admissible).index(command))
+      command, candidate_actions(admissible).index(command), answer_format)
 
 
-def policy_examples(episodes: Sequence[Episode], history_steps: int | None
-                    ) -> list[TextExample]:
+def policy_examples(episodes: Sequence[Episode], history_steps: int | None,
+                    answer_format: str = "choice_line") -> list[TextExample]:
   """One example per visited state with a defined expert command."""
   out = []
   for ep in episodes:
@@ -116,19 +117,21 @@ def policy_examples(episodes: Sequence[Episode], history_steps: int | None
       if expert is None:
         continue
       out.append(TextExample(step_prompt(ep, k, history_steps),
-                             command_response(expert, ep.admissible[k])))
+                             command_response(expert, ep.admissible[k],
+                                              answer_format)))
   return out
 
 
-def judge_examples(episodes: Sequence[Episode], history_steps: int | None
-                   ) -> list[TextExample]:
+def judge_examples(episodes: Sequence[Episode], history_steps: int | None,
+                   answer_format: str = "choice_line") -> list[TextExample]:
   """One judge example per taken step, labelled by expert progress."""
   out = []
   for ep in episodes:
     for k, action in enumerate(ep.actions):
       label = 1 if label_progress(ep.game, ep.actions[:k], action) else -1
       parts = (step_prompt(ep, k, history_steps),
-               command_response(action, ep.admissible[k]), ep.observations[k + 1])
+               command_response(action, ep.admissible[k], answer_format),
+               ep.observations[k + 1])
       out.append(TextExample(agent_text.judge_step_text(*parts),
                              agent_text.judge_response_text(label), label, parts))
   return out
