@@ -37,6 +37,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           "model": {"hidden_size": 256, "intermediate_size": 768,
                     "head_dim": 64},
           "num_demo_episodes": 300,
+          # the demonstrator ("oracle" or "search") and the SFT answer
+          # ("choice_line": "I choose k) <command>. \\boxed{k}", or "index":
+          # "\\boxed{k}"); see docs/RESULTS.md, session 5
+          "demo_expert": "oracle", "policy_answer": "choice_line",
           "drill": {"steps": 200},
           "policy_sft": {"steps": 300},
           # A weak judge, as the paper's (AlfWorld RM process accuracy 47%):

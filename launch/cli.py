@@ -51,7 +51,8 @@ SETUP_ERRORS = (ValueError, KeyError, FileNotFoundError, AttributeError)
 
 
 def fail(e: BaseException) -> None:
-  msg = e.args[0] if isinstance(e, (KeyError, AttributeError)) and e.args \
+  # KeyError / AttributeError carry the key (or a wrapped KeyError) as args[0]
+  msg = str(e.args[0]) if isinstance(e, (KeyError, AttributeError)) and e.args \
       else str(e)
   if "Traceback" in msg:  # ml_collections embeds the config's traceback
     msg = [line for line in msg.splitlines() if line.strip()][-1]

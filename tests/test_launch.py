@@ -40,6 +40,13 @@ def test_unknown_key(tmp_path):
   assert "num_taskz" in proc.stderr
 
 
+def test_unknown_nested_key(tmp_path):
+  proc = _run(["--config=alfworld", "--config.warmstart.settings.no_such_key=1",
+               f"--workdir={tmp_path}"])
+  assert proc.returncode == 2
+  assert "no_such_key" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_fewer_slots_than_tasks_per_step(tmp_path):
   proc = _run(["--config=alfworld", "--config.env.num_slots=3",
                f"--workdir={tmp_path}"], env={"RLA_JAX_CACHE": str(tmp_path)})
