@@ -53,7 +53,7 @@ class OptimConfig:
   micro_batch_size: int = 4
   logprob_chunk: int = 128
   max_seq_len: int = 4096
-  # PPO early stopping (Schulman et al.'s PPO baselines, SB3 `target_kl`):
+  # PPO early stopping (`target_kl` of OpenAI Spinning Up's PPO and of SB3):
   # an epoch stops before an update whose mini-batch already shows a mean
   # k3 KL to the behaviour policy above 1.5 * target_kl. 0 disables it.
   target_kl: float = 0.0
