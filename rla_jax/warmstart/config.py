@@ -47,6 +47,7 @@ import json
 from typing import Any
 
 from rla_jax.rl import agent_text
+from rla_jax.warmstart.demos import EXPERTS
 
 _DEFAULTS: dict[str, Any] = {
     "seed": 0,
@@ -116,9 +117,9 @@ def resolve_config(cfg=None) -> dict[str, Any]:
   if out["room_size"] not in ("small", "full"):
     raise ValueError(f"warm-start config: room_size must be 'small' or "
                      f"'full', got {out['room_size']!r}")
-  if out["demo_expert"] not in ("search", "oracle"):
-    raise ValueError(f"warm-start config: demo_expert must be 'search' or "
-                     f"'oracle', got {out['demo_expert']!r}")
+  if out["demo_expert"] not in EXPERTS:
+    raise ValueError(f"warm-start config: demo_expert must be one of "
+                     f"{sorted(EXPERTS)}, got {out['demo_expert']!r}")
   if out["policy_answer"] not in agent_text.ANSWER_FORMATS:
     raise ValueError(f"warm-start config: policy_answer must be one of "
                      f"{agent_text.ANSWER_FORMATS}, got {out['policy_answer']!r}")

@@ -1,8 +1,9 @@
 """Demonstration data: epsilon-noisy expert rollouts and the examples built from them.
 
 A rollout follows an expert (the oracle ``next_action`` or the searching
-``search_next_action``, see ``EXPERTS``) but, with probability epsilon, takes a uniformly random admissible command instead, so the visited
-states include mistakes and recoveries. Examples are rendered with
+``search_next_action``, see ``EXPERTS``) but, with probability epsilon,
+takes a uniformly random admissible command instead, so the visited states
+include mistakes and recoveries. Examples are rendered with
 ``rla_jax.rl.agent_text`` so warm start and RL see byte-identical prompts:
 
 * policy example at step k: prompt = chat(policy_step_text(o_0..o_k, a_0..a_{k-1},
