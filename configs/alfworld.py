@@ -37,10 +37,6 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           "model": {"hidden_size": 256, "intermediate_size": 768,
                     "head_dim": 64},
           "num_demo_episodes": 300,
-          # the demonstrator ("oracle" or "search") and the SFT answer
-          # ("choice_line": "I choose k) <command>. \\boxed{k}", or "index":
-          # "\\boxed{k}"); see docs/RESULTS.md, session 5
-          "demo_expert": "oracle", "policy_answer": "choice_line",
           "drill": {"steps": 200},
           "policy_sft": {"steps": 300},
           # A weak judge, as the paper's (AlfWorld RM process accuracy 47%):
@@ -125,4 +121,15 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.optim.reward.update(learning_rate=1e-6, micro_batch_size=8)
     c.eval.update(every=5, num_games=140, num_rm_episodes=134, max_steps=50)
     c.mesh.update(data=1, fsdp=-1, tensor=1)
+  # Every warm-start field (rla_jax/warmstart/config.py, e.g. demo_expert,
+  # policy_answer) is listed, resolved against its defaults, so any of them
+  # can be overridden with --config.warmstart.settings.<field>. Not listed:
+  # the fields the loop sets from warmstart.seed, env.room_size and
+  # env.history_steps, so that overriding them there is an unknown key
+  # rather than silently replaced.
+  from rla_jax.warmstart.config import resolve_config  # pylint: disable=import-outside-toplevel
+  settings = resolve_config(c.warmstart.settings)
+  for derived in ("seed", "room_size", "history_steps"):
+    del settings[derived]
+  c.warmstart.settings = ml_collections.ConfigDict(settings)
   return c

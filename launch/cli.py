@@ -50,12 +50,21 @@ def log(msg: str) -> None:
 SETUP_ERRORS = (ValueError, KeyError, FileNotFoundError, AttributeError)
 
 
-def fail(e: BaseException) -> None:
-  # KeyError / AttributeError carry the key (or a wrapped KeyError) as args[0]
+def fail(e: BaseException, key_error_prefix: str = "") -> None:
+  """Prints one "error: ..." line and exits 2. A KeyError's message (also
+  one wrapped in an AttributeError, as ml_collections raises for an unknown
+  nested key) gets `key_error_prefix`."""
+  while isinstance(e, (KeyError, AttributeError)) and e.args and isinstance(
+      e.args[0], BaseException):
+    e = e.args[0]
   msg = str(e.args[0]) if isinstance(e, (KeyError, AttributeError)) and e.args \
       else str(e)
+  lines = [line.strip() for line in msg.splitlines() if line.strip()]
   if "Traceback" in msg:  # ml_collections embeds the config's traceback
-    msg = [line for line in msg.splitlines() if line.strip()][-1]
+    lines = lines[-1:]
+  msg = "; ".join(lines)
+  if isinstance(e, KeyError):
+    msg = key_error_prefix + msg
   print(f"error: {msg}", file=sys.stderr, flush=True)
   sys.exit(2)
 

@@ -66,9 +66,9 @@ def _parse_flags(argv: list[str]) -> list[str]:
     _CONFIG.value  # pylint: disable=pointless-statement
     return rest
   except flags.Error as e:
-    fail(e.__cause__ or e)
+    fail(e.__cause__ or e, key_error_prefix="unknown config key ")
   except SETUP_ERRORS as e:
-    fail(e)
+    fail(e, key_error_prefix="unknown config key ")
 
 
 if __name__ == "__main__":

@@ -47,6 +47,19 @@ def test_unknown_nested_key(tmp_path):
   assert "no_such_key" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_every_warm_start_field_is_overridable_and_checked(tmp_path):
+  # policy_answer is not set by the preset: it comes from the defaults
+  proc = _run(["--config=alfworld", "--config.warmstart.settings.policy_answer=essay",
+               f"--workdir={tmp_path}"], env={"RLA_JAX_CACHE": str(tmp_path)})
+  assert proc.returncode == 2
+  assert "policy_answer must be one of" in proc.stderr and "'essay'" in proc.stderr
+  assert not os.path.exists(tmp_path / "alfworld"), "warm start began"
+  # a field the loop derives (from env.room_size) is not offered
+  proc = _run(["--config=alfworld", "--config.warmstart.settings.room_size=full",
+               f"--workdir={tmp_path}"])
+  assert proc.returncode == 2 and "room_size" in proc.stderr
+
+
 def test_fewer_slots_than_tasks_per_step(tmp_path):
   proc = _run(["--config=alfworld", "--config.env.num_slots=3",
                f"--workdir={tmp_path}"], env={"RLA_JAX_CACHE": str(tmp_path)})

@@ -49,12 +49,7 @@ class AlfworldLoop(LoopBase):
       return super().model_dirs()
     from rla_jax.warmstart import build_warm_start  # pylint: disable=import-outside-toplevel
     from rla_jax.warmstart.coding import cache_root  # pylint: disable=import-outside-toplevel
-    settings = c.warmstart.settings.to_dict()
-    # The warm start must see the prompts the loop will render.
-    # Its seed is warmstart.seed, not the RL seed, so RL runs with different
-    # seeds (e.g. the ablation's) share one cached warm start.
-    settings.update(seed=c.warmstart.seed, room_size=c.env.room_size,
-                    history_steps=self.history_steps)
+    settings = self._warmstart_settings()
     out_dir = os.path.join(cache_root(c.warmstart.cache_dir), "alfworld",
                            c.warmstart.name)
     if jax.process_count() > 1:  # process 0 builds, the others reuse it
@@ -81,6 +76,21 @@ class AlfworldLoop(LoopBase):
       raise ValueError(f"config env.num_slots={e.num_slots} must be >= "
                        f"env.num_tasks={e.num_tasks} >= 1 (the slots each "
                        f"RL step draws)")
+    if not self.config.model.policy_dir:
+      from rla_jax.warmstart.config import resolve_config  # pylint: disable=import-outside-toplevel
+      resolve_config(self._warmstart_settings())  # bad values fail here
+
+  def _warmstart_settings(self) -> dict:
+    """The warm start's settings: config.warmstart.settings, with its seed
+    (warmstart.seed, not the RL seed, so RL runs with different seeds, e.g.
+    the ablation's, share one cached warm start) and the prompts' room size
+    and history window (the warm start must see the prompts the loop will
+    render)."""
+    c = self.config
+    settings = c.warmstart.settings.to_dict()
+    settings.update(seed=c.warmstart.seed, room_size=c.env.room_size,
+                    history_steps=self.history_steps)
+    return settings
 
   def build_tasks(self):
     c = self.config
