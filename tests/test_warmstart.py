@@ -183,6 +183,56 @@ def test_answer_weights_sit_on_the_decisions(built):
   assert "I choose" not in copied
 
 
+def test_command_index_format_writes_the_command_then_looks_up_its_index(built):
+  """"command_index": the decision weight sits on the written command and the
+  boxed index; its drills answer with a random candidate's command and the
+  index of that candidate (the reverse lookup)."""
+  from rla_jax.tokenizer import load_tokenizer  # pylint: disable=import-outside-toplevel
+  tok = load_tokenizer(built[1]["tokenizer_dir"])
+  answer = agent_text.policy_response_text("go to sinkbasin 1", 7, "command_index")
+  assert answer == "I will go to sinkbasin 1. \\boxed{7}"
+  assert parse_action_index(answer, 9) == 7
+  spans = sorted(answer[lo:hi] for lo, hi in drills.decision_spans(answer))
+  assert spans == ["7", "go to sinkbasin 1"]
+  _, resp, w = drills.boxed_answer_sample(tok, "q", answer, 5.0)
+  heavy = tok.decode([t for t, x in zip(resp, w) if x == 5.0]).replace(" ", "")
+  assert heavy == "gotosinkbasin17"
+  cands = ["go to a 1", "take b 2 from a 1", "look", "help"]
+  _, dresp, dw = drills.copy_drill(tok, cands, 6, np.random.default_rng(1),
+                                   answer_format="command_index")
+  lines = tok.decode(dresp).strip().split("\n")
+  assert len(lines) == 6
+  for line in lines:  # every answer names a candidate and boxes its own index
+    command = line[len("I will "):line.rindex(". \\boxed{")]
+    assert line == agent_text.policy_response_text(
+        command, cands.index(command), "command_index")
+  copied = tok.decode([t for t, x in zip(dresp, dw) if x == 1.0])
+  assert "I will" not in copied and all(line[7:].split(".")[0] in copied
+                                        for line in lines)
+  # "index" answers have no command to copy: their drills use choice_line
+  _, iresp, _ = drills.copy_drill(tok, cands, 2, np.random.default_rng(1),
+                                  answer_format="index")
+  assert tok.decode(iresp).startswith("I choose ")
+  with pytest.raises(ValueError, match="answer_format"):
+    drills.copy_drill(tok, cands, 2, np.random.default_rng(1), answer_format="essay")
+
+
+def test_verb_balance_repeats_rare_decisions():
+  """r = max(1, round((f_max / f_verb) ** alpha)), hand-computed: go 4x,
+  take 2x, cool 1x among the expert commands (None = dead end, skipped)."""
+  ep = demos.Episode(None, [], [], [], ["go to a 1", "take x 1 from a 1",
+                                         "go to b 1", None, "cool x 1 with fridge 1"], False)
+  ep2 = demos.Episode(None, [], [], [], ["go to c 1", "go to d 1", "take y 1 from d 1"], False)
+  assert demos.verb_balance_repeats([ep, ep2], 0.0) == [1] * 7
+  assert demos.verb_balance_repeats([ep, ep2], 1.0) == [1, 2, 1, 4, 1, 1, 2]
+  # sqrt(2) -> 1, sqrt(4) -> 2
+  assert demos.verb_balance_repeats([ep, ep2], 0.5) == [1, 1, 1, 2, 1, 1, 1]
+  with pytest.raises(ValueError, match="demo_verb_balance"):
+    demos.verb_balance_repeats([ep], 1.5)
+  with pytest.raises(ValueError, match="demo_verb_balance"):
+    resolve_config({"demo_verb_balance": -0.1})
+
+
 def test_config_rejects_unknown_keys_and_defaults_are_valid():
   with pytest.raises(ValueError, match="unknown key 'histroy_steps'"):
     resolve_config({"histroy_steps": 2})

@@ -30,26 +30,34 @@ def policy_step_text(observations: Sequence[str], actions: Sequence[str],
 
 
 CHOICE_PREFIX = "I choose "
-ANSWER_FORMATS = ("choice_line", "index")
+COMMAND_PREFIX = "I will "
+ANSWER_FORMATS = ("choice_line", "index", "command_index")
 
 
 def policy_response_text(command: str, index: int,
                          answer_format: str = "choice_line") -> str:
   """The warm-started policy's answer: "I choose k) <command>. \\boxed{k}"
-  ("choice_line"), or just "\\boxed{k}" ("index": every sampled token but
-  the index is then fixed, so the policy gradient lands on the decision).
+  ("choice_line"), just "\\boxed{k}" ("index": every sampled token but
+  the index is then fixed, so the policy gradient lands on the decision), or
+  "I will <command>. \\boxed{k}" ("command_index": the decision is written
+  out as the command first, token by token, and the index is then looked up
+  from the candidate line that matches it).
 
-  The decision is the leading index; the rationale then copies candidate
-  line k, so it names the executed action (the judge's criterion (b): no
-  invented objects). Asked to write "I will <command>" first, the tiny
-  warm-started policy named a non-candidate in 536 of 621 steps while its
-  boxed index still chose well, so its rationale contradicted its action.
+  In "choice_line" the decision is the leading index; the rationale then
+  copies candidate line k, so it names the executed action (the judge's
+  criterion (b): no invented objects). Asked to write "I will <command>"
+  first without drills for it, an early tiny policy named a non-candidate
+  in 536 of 621 steps while its boxed index still chose well;
+  "command_index" pairs that format with drills of the command -> index
+  lookup (docs/RESULTS.md, session 6).
   """
   if answer_format not in ANSWER_FORMATS:
     raise ValueError(f"answer_format must be one of {ANSWER_FORMATS}, "
                      f"got {answer_format!r}")
   if answer_format == "index":
     return f"\\boxed{{{index}}}"
+  if answer_format == "command_index":
+    return f"{COMMAND_PREFIX}{command}. \\boxed{{{index}}}"
   return f"{CHOICE_PREFIX}{index}) {command}. \\boxed{{{index}}}"
 
 

@@ -161,7 +161,8 @@ def build_warm_start(cfg, out_dir: str, *,
     cand_lists = [a for ep in demo_eps + extra_eps for a in ep.admissible if a]
     drng = np.random.default_rng([seed, 0xD81])
     pool = [drills.copy_drill(tok, cand_lists[int(drng.integers(len(cand_lists)))],
-                                int(d["num_queries"]), drng)
+                                int(d["num_queries"]), drng,
+                                answer_format=cfg["policy_answer"])
             for _ in range(min(int(d["steps"]) * int(d["batch_size"]), 2048))]
     base, _ = sft.train_sft(base, pool, _sft_config(d), seed=seed, pad_id=pad,
                             log=log, name="drill")
@@ -169,8 +170,10 @@ def build_warm_start(cfg, out_dir: str, *,
 
   # 4. policy SFT ---------------------------------------------------------
   ps = cfg["policy_sft"]
+  repeats = demos.verb_balance_repeats(demo_eps, float(cfg["demo_verb_balance"]))
   pol_samples = [drills.boxed_answer_sample(tok, e.prompt_text, e.response_text,
-                                            float(ps["answer_weight"])) for e in pol_ex]
+                                            float(ps["answer_weight"]))
+                 for e, r in zip(pol_ex, repeats) for _ in range(r)]
   held_samples = [drills.boxed_answer_sample(tok, e.prompt_text, e.response_text, 1.0)
                   for e in heldout_pol][:128]
   lm = int(ps["length_multiple"])

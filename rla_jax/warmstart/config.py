@@ -13,8 +13,13 @@ Fields (all have working defaults, see `default_warmstart_config`):
   num_demo_episodes    noisy-expert episodes (one per train game) whose
                        expert targets form the policy SFT set
   demo_epsilon         probability of a random admissible action in demos
+  demo_verb_balance    alpha in [0, 1]: policy SFT examples are repeated
+                       (f_max / f_verb) ** alpha times, f_verb the share of
+                       the expert's verb (go, take, clean, ...); 0 = off
   policy_answer        the policy's SFT answer: "choice_line" ("I choose k)
-                       <command>. \\boxed{k}") or "index" ("\\boxed{k}" only)
+                       <command>. \\boxed{k}"), "index" ("\\boxed{k}" only) or
+                       "command_index" ("I will <command>. \\boxed{k}"; its
+                       copy drills teach the command -> index lookup)
   demo_expert          the demonstrator: "search" (searches for hidden objects
                        through the room listing, so every choice can be read
                        off the prompt) or "oracle" (knows where everything is)
@@ -58,6 +63,7 @@ _DEFAULTS: dict[str, Any] = {
     "num_pretrain_games": 150,
     "num_demo_episodes": 120,
     "demo_epsilon": 0.3,
+    "demo_verb_balance": 0.0,
     "demo_expert": "oracle",
     "policy_answer": "choice_line",
     "model": {"hidden_size": 128, "intermediate_size": 384, "num_layers": 4,
@@ -126,6 +132,9 @@ def resolve_config(cfg=None) -> dict[str, Any]:
   if out["rm_init"] not in ("policy", "drill", "scratch"):
     raise ValueError(f"warm-start config: rm_init must be 'policy', 'drill' "
                      f"or 'scratch', got {out['rm_init']!r}")
+  if not 0.0 <= float(out["demo_verb_balance"]) <= 1.0:
+    raise ValueError(f"warm-start config: demo_verb_balance must be in [0, 1], "
+                     f"got {out['demo_verb_balance']!r}")
   for key in ("num_pretrain_games", "num_demo_episodes", "num_rm_episodes",
               "num_rm_examples"):
     if int(out[key]) < 1:

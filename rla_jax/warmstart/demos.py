@@ -123,6 +123,26 @@ def policy_examples(episodes: Sequence[Episode], history_steps: int | None,
   return out
 
 
+def verb_balance_repeats(episodes: Sequence[Episode], alpha: float) -> list[int]:
+  """How often each policy example (in `policy_examples` order) enters the
+  SFT pool, so that rare decisions are not drowned by "go to":
+
+      r_i = max(1, round((f_max / f_v) ** alpha)),
+
+  f_v = share of examples whose expert command starts with verb v (go, take,
+  move, open, clean, cool, heat, use, ...), f_max the largest share.
+  alpha = 0 repeats nothing; alpha = 1 equalises the verbs' shares.
+  """
+  if not 0.0 <= alpha <= 1.0:
+    raise ValueError(f"demo_verb_balance must be in [0, 1], got {alpha}")
+  verbs = [e.split()[0] for ep in episodes for e in ep.expert if e is not None]
+  if not verbs:
+    return []
+  counts = {v: verbs.count(v) for v in set(verbs)}
+  top = max(counts.values())
+  return [max(1, int(round((top / counts[v]) ** alpha))) for v in verbs]
+
+
 def judge_examples(episodes: Sequence[Episode], history_steps: int | None,
                    answer_format: str = "choice_line") -> list[TextExample]:
   """One judge example per taken step, labelled by expert progress."""

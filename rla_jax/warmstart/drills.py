@@ -39,7 +39,8 @@ def _weighted_ids(tokenizer, text: str, spans: Sequence[tuple[int, int, float]],
 
 def decision_spans(response_text: str) -> list[tuple[int, int]]:
   """Character spans of a response's decisions: the content of the last
-  \\boxed{...} and, for a policy answer, the leading chosen index."""
+  \\boxed{...} and, for a policy answer, the leading chosen index
+  ("choice_line") or the written-out command ("command_index")."""
   start = response_text.rfind(BOX_OPEN)
   if start < 0:
     raise ValueError(f"response has no {BOX_OPEN!r}: {response_text!r}")
@@ -49,6 +50,10 @@ def decision_spans(response_text: str) -> list[tuple[int, int]]:
   lead = re.match(re.escape(agent_text.CHOICE_PREFIX) + r"(\d+)", response_text)
   if lead:
     spans.append(lead.span(1))
+  if response_text.startswith(agent_text.COMMAND_PREFIX):
+    end = response_text.rfind(". " + BOX_OPEN)
+    if end > len(agent_text.COMMAND_PREFIX):
+      spans.append((len(agent_text.COMMAND_PREFIX), end))
   return spans
 
 
@@ -65,18 +70,31 @@ def boxed_answer_sample(tokenizer, prompt_text: str, response_text: str,
 
 
 def copy_drill(tokenizer, candidates: Sequence[str], num_queries: int,
-               rng: np.random.Generator, other_weight: float = 0.1
+               rng: np.random.Generator, other_weight: float = 0.1,
+               answer_format: str = "choice_line"
                ) -> tuple[list[int], list[int], np.ndarray]:
-  """One drill sample: (prompt ids, response ids, weights) as described above."""
+  """One drill sample: (prompt ids, response ids, weights) as described above.
+
+  The answers are in `answer_format`; "command_index" answers "I will <c_q>.
+  \\boxed{<k_q>}", so the drill teaches the reverse lookup (command -> its
+  index). "index" answers carry no command to copy, so its drills use
+  "choice_line".
+  """
   if not candidates:
     raise ValueError("copy_drill: empty candidate list")
+  if answer_format not in agent_text.ANSWER_FORMATS:
+    raise ValueError(f"copy_drill: answer_format must be one of "
+                     f"{agent_text.ANSWER_FORMATS}, got {answer_format!r}")
+  fmt = "choice_line" if answer_format == "index" else answer_format
   prompt = "Candidate actions:\n" + "\n".join(
       f"{k}) {c}" for k, c in enumerate(candidates))
   text, spans = "", []
   for _ in range(num_queries):
     k = int(rng.integers(len(candidates)))
-    answer = agent_text.policy_response_text(candidates[k], k)
-    copied = answer.index(")")  # the command and boxed index are copied
+    answer = agent_text.policy_response_text(candidates[k], k, fmt)
+    # the command and the boxed index are copied
+    copied = (len(agent_text.COMMAND_PREFIX) if fmt == "command_index"
+              else answer.index(")"))
     spans.append((len(text) + copied, len(text) + answer.rindex("}"), 1.0))
     text += answer + "\n"
   ids, w = _weighted_ids(tokenizer, text, spans, other_weight)
