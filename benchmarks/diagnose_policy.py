@@ -86,6 +86,7 @@ def main():
   ap.add_argument("--states", type=int, default=512)
   ap.add_argument("--seed", type=int, default=0)
   a = ap.parse_args()
+  a.model_dir = os.path.expanduser(a.model_dir)
   for sub in ("tokenizer", "policy"):
     if not os.path.isdir(os.path.join(a.model_dir, sub)):
       raise SystemExit(f"--model_dir={a.model_dir!r} has no {sub}/ directory")
