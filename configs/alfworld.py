@@ -79,7 +79,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       "reward": common.optim(1e-4, updates_per_step=4, micro_batch_size=16),
   })
   c.eval = ml_collections.ConfigDict({
-      "every": 0, "at_start": True, "num_games": 32, "num_rm_episodes": 32,
+      # rollouts_per_game: success is the mean over every (game, rollout)
+      # run; 1 here for the 30-minute budget (3 in the paper preset).
+      "every": 0, "at_start": True, "num_games": 32, "rollouts_per_game": 1,
+      "num_rm_episodes": 32,
       "max_steps": 20, "seed": 1234, "temperature": 0.6, "top_p": 1.0,
       "greedy": False,
   })
@@ -119,7 +122,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.adaptation.update(env_model="llm")
     c.optim.policy.update(learning_rate=1e-6, micro_batch_size=8)
     c.optim.reward.update(learning_rate=1e-6, micro_batch_size=8)
-    c.eval.update(every=5, num_games=140, num_rm_episodes=134, max_steps=50)
+    c.eval.update(every=5, num_games=140, rollouts_per_game=3,
+                  num_rm_episodes=134, max_steps=50)
     c.mesh.update(data=1, fsdp=-1, tensor=1)
   # Every warm-start field (rla_jax/warmstart/config.py, e.g. demo_expert,
   # policy_answer) is listed, resolved against its defaults, so any of them

@@ -108,3 +108,38 @@ def test_judge_reference_is_the_base_policys_without_eval_at_start(
   assert [e.task_id for e in a] == [e.task_id for e in b]
   assert [e.response_texts for e in a] == [e.response_texts for e in b]
   assert [e.actions for e in a] == [e.actions for e in b]
+
+
+def test_evaluation_plays_several_rollouts_per_game(env, tmp_path, monkeypatch):
+  """eval.rollouts_per_game = 2: every eval game is played twice (rollout r
+  of game g is episode r * G + g), success is the mean over all 2G runs, the
+  judge's reference keeps one rollout per game, and a bad count is refused
+  before any work."""
+  from configs import alfworld  # pylint: disable=import-outside-toplevel
+  from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
+  monkeypatch.setenv("RLA_JAX_CACHE", env["RLA_JAX_CACHE"])
+  c = alfworld.get_config("smoke")
+  c.eval.rollouts_per_game = 2
+  loop = make_loop(c, str(tmp_path / "k2"), log=lambda msg: None)
+  played = []
+  rollouts = loop._rollouts  # pylint: disable=protected-access
+
+  def spy(games, ids, *args, **kwargs):
+    eps = rollouts(games, ids, *args, **kwargs)
+    played.append((list(ids), eps))
+    return eps
+
+  monkeypatch.setattr(loop, "_rollouts", spy)
+  out = loop.evaluate(-1)
+  assert len(played) == 2  # the ID and the OOD split
+  for (ids, eps), name in zip(played, loop.eval_games):
+    one_pass = [g.game_id for g in loop.eval_games[name]]
+    assert ids == one_pass * 2
+    assert out[f"eval/{name}_success"] == pytest.approx(
+        sum(e.won for e in eps) / len(eps))
+  ood_ids, _ = played[1]
+  assert [e.task_id for e in loop.rm_reference] == \
+      ood_ids[:c.eval.num_rm_episodes]
+  c.eval.rollouts_per_game = 0
+  with pytest.raises(ValueError, match="eval.rollouts_per_game=0"):
+    make_loop(c, str(tmp_path / "k0"), log=lambda msg: None)

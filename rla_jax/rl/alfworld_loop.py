@@ -76,6 +76,10 @@ class AlfworldLoop(LoopBase):
       raise ValueError(f"config env.num_slots={e.num_slots} must be >= "
                        f"env.num_tasks={e.num_tasks} >= 1 (the slots each "
                        f"RL step draws)")
+    k = self.config.eval.rollouts_per_game
+    if not isinstance(k, int) or k < 1:
+      raise ValueError(f"config eval.rollouts_per_game={k!r} must be an "
+                       f"int >= 1")
     if not self.config.model.policy_dir:
       from rla_jax.warmstart.config import resolve_config  # pylint: disable=import-outside-toplevel
       resolve_config(self._warmstart_settings())  # bad values fail here
@@ -272,10 +276,16 @@ class AlfworldLoop(LoopBase):
 
   # --------------------------------------------------------- evaluation
   def _eval_rollouts(self, name: str, timings: dict) -> list:
-    """One rollout of every game of eval split `name`, with that split's
-    fixed seed (the same episodes for the same policy)."""
+    """eval.rollouts_per_game rollouts of every game of eval split `name`,
+    with that split's fixed seed (the same episodes for the same policy).
+
+    Episode r * G + g is rollout r of game g (G games), so the first G
+    episodes are one rollout of each game whatever the count. Success is the
+    mean over all (game, rollout) runs, as the reference reports it (its
+    periodic AlfWorld evaluation plays 3 rollouts per game).
+    """
     c = self.config
-    games = self.eval_games[name]
+    games = list(self.eval_games[name]) * c.eval.rollouts_per_game
     i = list(self.eval_games).index(name)
     return self._rollouts(games, [g.game_id for g in games],
                           _seed(c.eval.seed, 10 + i), self._sampling(c.eval),
