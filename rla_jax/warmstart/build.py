@@ -171,9 +171,11 @@ def build_warm_start(cfg, out_dir: str, *,
   # 4. policy SFT ---------------------------------------------------------
   ps = cfg["policy_sft"]
   repeats = demos.verb_balance_repeats(demo_eps, float(cfg["demo_verb_balance"]))
-  pol_samples = [drills.boxed_answer_sample(tok, e.prompt_text, e.response_text,
-                                            float(ps["answer_weight"]))
-                 for e, r in zip(pol_ex, repeats) for _ in range(r)]
+  # each example is tokenized once and enters the pool `repeats` times
+  pol_samples = [sample for sample, r in zip(
+      (drills.boxed_answer_sample(tok, e.prompt_text, e.response_text,
+                                  float(ps["answer_weight"])) for e in pol_ex),
+      repeats, strict=True) for _ in range(r)]
   held_samples = [drills.boxed_answer_sample(tok, e.prompt_text, e.response_text, 1.0)
                   for e in heldout_pol][:128]
   lm = int(ps["length_multiple"])

@@ -16,6 +16,7 @@ include mistakes and recoveries. Examples are rendered with
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import Sequence
 
@@ -138,7 +139,7 @@ def verb_balance_repeats(episodes: Sequence[Episode], alpha: float) -> list[int]
   verbs = [e.split()[0] for ep in episodes for e in ep.expert if e is not None]
   if not verbs:
     return []
-  counts = {v: verbs.count(v) for v in set(verbs)}
+  counts = collections.Counter(verbs)
   top = max(counts.values())
   return [max(1, int(round((top / counts[v]) ** alpha))) for v in verbs]
 
