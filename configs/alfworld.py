@@ -49,6 +49,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   })
   c.env = ml_collections.ConfigDict({
       "backend": "native", "room_size": "small",
+      # "all" (ALFWorld's mix of the six task types) or comma-separated names.
+      "task_types": "all",
       # num_slots training games each hold a slot of the adaptive pool; every
       # RL step draws num_tasks of them (the reference: one slot per train
       # game, num_trial drawn per step).

@@ -100,3 +100,21 @@ def test_train_split_covers_all_task_types_and_bad_arguments():
         generate_split("train", 3, seed=0, room_size="huge")
     with pytest.raises(ValueError):
         generate_split("train", None, seed=0)
+
+
+def test_task_types_restrict_the_draw_in_alfworld_proportions():
+    keep = ("pick_and_place_simple", "look_at_obj_in_light")
+    games = generate_split("valid_seen", 48, seed=2, room_size="small", task_types=keep)
+    counts = Counter(g.task_type for g in games)
+    assert set(counts) == set(keep)
+    # valid_seen quotas: simple 35, light 13 of 48 -> exactly 35 / 13
+    q = dict(zip(TASK_TYPE_NAMES, SPLIT_QUOTAS["valid_seen"]))
+    assert counts == {t: q[t] * 48 // (q[keep[0]] + q[keep[1]]) for t in keep}
+    for g in games[:6]:
+        assert expert_plan(g)
+    # None is the ALFWorld mix, unchanged by the new argument
+    assert (generate_split("valid_seen", 12, seed=2, room_size="small")
+            == generate_split("valid_seen", 12, seed=2, room_size="small", task_types=None))
+    for bad in ((), ("pick_and_place_simple", "pick_and_place_simple"), ("fly_to_moon",)):
+        with pytest.raises(ValueError, match="task_types"):
+            generate_split("train", 3, seed=0, task_types=bad)

@@ -143,3 +143,22 @@ def test_evaluation_plays_several_rollouts_per_game(env, tmp_path, monkeypatch):
   c.eval.rollouts_per_game = 0
   with pytest.raises(ValueError, match="eval.rollouts_per_game=0"):
     make_loop(c, str(tmp_path / "k0"), log=lambda msg: None)
+
+
+def test_env_task_types_restrict_train_slots_and_eval_games(env, tmp_path,
+                                                            monkeypatch):
+  """env.task_types = one type: every training slot and evaluation game is
+  of that type; an unknown name is refused before any work, naming the key."""
+  from configs import alfworld  # pylint: disable=import-outside-toplevel
+  from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
+  monkeypatch.setenv("RLA_JAX_CACHE", env["RLA_JAX_CACHE"])
+  c = alfworld.get_config("smoke")
+  c.env.task_types = "pick_heat_then_place_in_recep"
+  loop = make_loop(c, str(tmp_path / "heat"), log=lambda msg: None)
+  games = list(loop.registry.values()) + [
+      g for split in loop.eval_games.values() for g in split]
+  assert len(games) == c.env.num_slots + 2 * c.eval.num_games
+  assert {g.task_type for g in games} == {"pick_heat_then_place_in_recep"}
+  c.env.task_types = "pick_and_place_simple, fly_to_moon"
+  with pytest.raises(ValueError, match="env.task_types"):
+    make_loop(c, str(tmp_path / "bad"), log=lambda msg: None)

@@ -25,6 +25,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from rla_jax.envs.alfworld import generate_split
+from rla_jax.envs.alfworld.generator import check_task_types
 from rla_jax.metrics import keys
 from rla_jax.rl import evaluation
 from rla_jax.rl.adaptation import TaskPool
@@ -34,6 +35,20 @@ from rla_jax.rl.env_model import LLMEnvModel, RuleBasedEnvModel, \
     build_feedback
 from rla_jax.rl.loop_common import LoopBase, current_groups
 from rla_jax.rl.training_data import RewardConfig, task_samples
+
+
+def parse_task_types(value: str) -> tuple[str, ...] | None:
+  """config env.task_types: "all" (None: the ALFWorld mix of all six types)
+  or comma-separated task-type names; ValueError naming the key otherwise."""
+  if not isinstance(value, str):
+    raise ValueError(f"config env.task_types={value!r} must be a string: "
+                     f"'all' or comma-separated task types")
+  if value.strip() == "all":
+    return None
+  try:
+    return check_task_types(t.strip() for t in value.split(","))
+  except ValueError as e:
+    raise ValueError(f"config env.task_types={value!r}: {e}") from None
 
 
 class AlfworldLoop(LoopBase):
@@ -70,8 +85,13 @@ class AlfworldLoop(LoopBase):
     h = self.config.env.history_steps
     return None if h is None or h < 0 else int(h)
 
+  @property
+  def task_types(self) -> tuple[str, ...] | None:
+    return parse_task_types(self.config.env.task_types)
+
   def check_config(self) -> None:
     e = self.config.env
+    parse_task_types(e.task_types)
     if e.num_tasks < 1 or e.num_slots < e.num_tasks:
       raise ValueError(f"config env.num_slots={e.num_slots} must be >= "
                        f"env.num_tasks={e.num_tasks} >= 1 (the slots each "
@@ -99,7 +119,8 @@ class AlfworldLoop(LoopBase):
   def build_tasks(self):
     c = self.config
     train = generate_split("train", c.env.num_slots, c.seed,
-                           room_size=c.env.room_size)
+                           room_size=c.env.room_size,
+                           task_types=self.task_types)
     self.registry = {g.game_id: g for g in train}
     self.pool = TaskPool([g.game_id for g in train],
                          low=c.adaptation.low, high=c.adaptation.high)
@@ -109,10 +130,10 @@ class AlfworldLoop(LoopBase):
     self.eval_games = {
         "in_distribution": generate_split(
             "valid_seen", c.eval.num_games, c.eval.seed,
-            room_size=c.env.room_size),
+            room_size=c.env.room_size, task_types=self.task_types),
         "out_of_distribution": generate_split(
             "valid_unseen", c.eval.num_games, c.eval.seed,
-            room_size=c.env.room_size)}
+            room_size=c.env.room_size, task_types=self.task_types)}
     if c.adaptation.env_model == "llm":
       self.env_model = LLMEnvModel(self.reward_sampler, self.tokenizer,
                                    attempts=c.adaptation.attempts,

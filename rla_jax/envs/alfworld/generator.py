@@ -185,9 +185,27 @@ def generate_valid_game(split: str, index: int, seed: int, task_type: str, room_
     raise RuntimeError(f"no valid {task_type} game for split={split} index={index} seed={seed}")
 
 
-def split_task_types(split: str, num_games: int, seed: int) -> list[str]:
-    """Task type of each game: exact ALFWorld proportions (largest remainder) in a seeded order."""
-    quotas = np.asarray(SPLIT_QUOTAS[split], dtype=np.float64)
+def check_task_types(task_types) -> tuple[str, ...] | None:
+    """``None`` (all six ALFWorld task types) or a non-empty tuple of known names, else ValueError."""
+    if task_types is None:
+        return None
+    names = tuple(task_types)
+    unknown = [t for t in names if t not in TASK_TYPE_NAMES]
+    if not names or unknown or len(set(names)) != len(names):
+        raise ValueError(f"task_types {names!r}: need distinct names from {TASK_TYPE_NAMES}")
+    return names
+
+
+def split_task_types(split: str, num_games: int, seed: int,
+                     task_types: tuple[str, ...] | None = None) -> list[str]:
+    """Task type of each game: exact ALFWorld proportions (largest remainder) in a seeded order.
+
+    With ``task_types``, only those types are drawn, in their ALFWorld proportions among
+    themselves (``None``: all six, the ALFWorld mix).
+    """
+    keep = check_task_types(task_types)
+    quotas = np.asarray([q if keep is None or t in keep else 0
+                         for t, q in zip(TASK_TYPE_NAMES, SPLIT_QUOTAS[split])], dtype=np.float64)
     exact = quotas / quotas.sum() * num_games
     counts = np.floor(exact).astype(int)
     order = sorted(range(len(counts)), key=lambda i: (-(exact[i] - counts[i]), i))
@@ -199,13 +217,14 @@ def split_task_types(split: str, num_games: int, seed: int) -> list[str]:
 
 
 def generate_split(split: str, num_games: int | None = None, seed: int = 0, data_dir: str | None = None,
-                   room_size: str = "full") -> list[Game]:
+                   room_size: str = "full", task_types: tuple[str, ...] | None = None) -> list[Game]:
     """Generate ``num_games`` games of a split (defaults: valid_seen 140, valid_unseen 134).
 
     ``split`` in {"train", "valid_seen", "valid_unseen"}; ``room_size`` in {"small" (3-6
     receptacles, few objects), "full" (ALFRED-like counts)}. Per-task-type counts follow
     ALFWorld's split proportions. With ``data_dir`` the games are also written as ALFWorld
-    folders (``write_game``). Deterministic in (split, num_games, seed, room_size).
+    folders (``write_game``). ``task_types`` restricts the draw to those types
+    (``split_task_types``). Deterministic in (split, num_games, seed, room_size, task_types).
     """
     if split not in SPLITS:
         raise ValueError(f"split {split!r} is not one of {SPLITS}")
@@ -217,8 +236,8 @@ def generate_split(split: str, num_games: int | None = None, seed: int = 0, data
         num_games = DEFAULT_SPLIT_SIZES[split]
     if num_games < 0:
         raise ValueError(f"num_games must be >= 0, got {num_games}")
-    games = [generate_valid_game(split, i, seed, t, room_size)
-             for i, t in enumerate(split_task_types(split, num_games, seed))]
+    types = split_task_types(split, num_games, seed, task_types)
+    games = [generate_valid_game(split, i, seed, t, room_size) for i, t in enumerate(types)]
     if data_dir is not None:
         from rla_jax.envs.alfworld.pddl_io import write_game
         for g in games:
