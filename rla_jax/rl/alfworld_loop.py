@@ -85,10 +85,6 @@ class AlfworldLoop(LoopBase):
     h = self.config.env.history_steps
     return None if h is None or h < 0 else int(h)
 
-  @property
-  def task_types(self) -> tuple[str, ...] | None:
-    return parse_task_types(self.config.env.task_types)
-
   def check_config(self) -> None:
     e = self.config.env
     parse_task_types(e.task_types)
@@ -118,9 +114,9 @@ class AlfworldLoop(LoopBase):
 
   def build_tasks(self):
     c = self.config
+    task_types = parse_task_types(c.env.task_types)
     train = generate_split("train", c.env.num_slots, c.seed,
-                           room_size=c.env.room_size,
-                           task_types=self.task_types)
+                           room_size=c.env.room_size, task_types=task_types)
     self.registry = {g.game_id: g for g in train}
     self.pool = TaskPool([g.game_id for g in train],
                          low=c.adaptation.low, high=c.adaptation.high)
@@ -130,10 +126,10 @@ class AlfworldLoop(LoopBase):
     self.eval_games = {
         "in_distribution": generate_split(
             "valid_seen", c.eval.num_games, c.eval.seed,
-            room_size=c.env.room_size, task_types=self.task_types),
+            room_size=c.env.room_size, task_types=task_types),
         "out_of_distribution": generate_split(
             "valid_unseen", c.eval.num_games, c.eval.seed,
-            room_size=c.env.room_size, task_types=self.task_types)}
+            room_size=c.env.room_size, task_types=task_types)}
     if c.adaptation.env_model == "llm":
       self.env_model = LLMEnvModel(self.reward_sampler, self.tokenizer,
                                    attempts=c.adaptation.attempts,
