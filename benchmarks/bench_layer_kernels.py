@@ -34,7 +34,7 @@ def _einsum_attention(q, k, v, mask):
   B, T, N, H = q.shape
   K = k.shape[1]
   q = q.reshape(B, T, K, N // K, H)
-  scores = jnp.einsum("btkgh,bksh->bkgts", q, k) * (H ** -0.5)
+  scores = jnp.einsum("btkgh,bksh->bkgts", q, k) * (H**-0.5)
   scores = jnp.where(mask[:, None, None], scores, -1e30)
   out = jnp.einsum("bkgts,bksh->btkgh", jax.nn.softmax(scores, -1), v)
   return out.reshape(B, T, N, H)
@@ -64,25 +64,38 @@ def main():
   rng = np.random.default_rng(0)
   f32 = lambda *s: jnp.asarray(rng.normal(size=s) * 0.05, jnp.float32)
   B, T = a.batch, a.seq
-  mlp_args = (f32(B, T, a.hidden), f32(a.hidden, a.mlp), f32(a.hidden, a.mlp),
-              f32(a.mlp, a.hidden))
+  mlp_args = (
+    f32(B, T, a.hidden),
+    f32(a.hidden, a.mlp),
+    f32(a.hidden, a.mlp),
+    f32(a.mlp, a.hidden),
+  )
   mask = jnp.broadcast_to(jnp.tril(jnp.ones((T, T), bool)), (B, T, T))
-  att_args = (f32(B, T, a.heads, a.head_dim), f32(B, a.kv_heads, T, a.head_dim),
-              f32(B, a.kv_heads, T, a.head_dim), mask)
-  print(f"B={B} T={T} D={a.hidden} F={a.mlp} N/K/H={a.heads}/{a.kv_heads}/"
-        f"{a.head_dim}; CPU ms per call, median of {a.runs}")
+  att_args = (
+    f32(B, T, a.heads, a.head_dim),
+    f32(B, a.kv_heads, T, a.head_dim),
+    f32(B, a.kv_heads, T, a.head_dim),
+    mask,
+  )
+  print(
+    f"B={B} T={T} D={a.hidden} F={a.mlp} N/K/H={a.heads}/{a.kv_heads}/"
+    f"{a.head_dim}; CPU ms per call, median of {a.runs}"
+  )
   print("| kernel | variant | fwd ms | fwd+bwd ms |\n|---|---|---|---|")
-  for name, pair, args in (("MLP block", (_einsum_mlp, _dense_mlp), mlp_args),
-                           ("attention", (_einsum_attention, grouped_attention),
-                            att_args)):
+  for name, pair, args in (
+    ("MLP block", (_einsum_mlp, _dense_mlp), mlp_args),
+    ("attention", (_einsum_attention, grouped_attention), att_args),
+  ):
     ref = pair[0](*args)
     np.testing.assert_allclose(pair[1](*args), ref, atol=1e-4)
     for label, fn in zip(("einsum (old)", "rank-2 GEMMs (rla_jax)"), pair):
       n_diff = 3 if name == "attention" else 4
       loss = lambda *x, fn=fn: jnp.sum(fn(*x) ** 2)
       grad = jax.jit(jax.grad(loss, argnums=tuple(range(n_diff))))
-      print(f"| {name} | {label} | {_time(jax.jit(fn), args, a.runs):.1f} | "
-            f"{_time(grad, args, a.runs):.1f} |")
+      print(
+        f"| {name} | {label} | {_time(jax.jit(fn), args, a.runs):.1f} | "
+        f"{_time(grad, args, a.runs):.1f} |"
+      )
 
 
 if __name__ == "__main__":

@@ -31,27 +31,44 @@ def main():
   ap.add_argument("--reply", type=int, default=8)
   ap.add_argument("--hidden", type=int, default=256)
   args = ap.parse_args()
-  cfg = QwenConfig("qwen3", vocab_size=4096, hidden_size=args.hidden,
-                   intermediate_size=3 * args.hidden, num_layers=4,
-                   num_heads=4, num_kv_heads=2, head_dim=64,
-                   tie_word_embeddings=True)
+  cfg = QwenConfig(
+    "qwen3",
+    vocab_size=4096,
+    hidden_size=args.hidden,
+    intermediate_size=3 * args.hidden,
+    num_layers=4,
+    num_heads=4,
+    num_kv_heads=2,
+    head_dim=64,
+    tie_word_embeddings=True,
+  )
   model = Qwen(cfg, rngs=nnx.Rngs(0))
   total = args.turns * (args.obs + args.reply)
   max_len = 1 << (total - 1).bit_length()
-  sampler = Sampler(model, max_prompt_len=max_len, max_new_tokens=args.reply,
-                    prompt_buckets=tuple(64 * 2**i for i in range(20)
-                                         if 64 * 2**i <= max_len) or (max_len,))
+  sampler = Sampler(
+    model,
+    max_prompt_len=max_len,
+    max_new_tokens=args.reply,
+    prompt_buckets=tuple(64 * 2**i for i in range(20) if 64 * 2**i <= max_len)
+    or (max_len,),
+  )
   rng = np.random.RandomState(0)
-  turns = [[list(map(int, rng.randint(3, 4096, args.obs)))
-            for _ in range(args.batch)] for _ in range(args.turns)]
+  turns = [
+    [list(map(int, rng.randint(3, 4096, args.obs))) for _ in range(args.batch)]
+    for _ in range(args.turns)
+  ]
 
   def run(mode):
     history = [[] for _ in range(args.batch)]
     # Each turn's chunk is padded to its bucket inside the cache.
     chunk = pick_bucket(args.obs, sampler.prompt_buckets, "observation")
-    session = sampler.session(args.batch, args.turns * (chunk + args.reply)
-                              + chunk + args.reply) \
-        if mode == "session" else None
+    session = (
+      sampler.session(
+        args.batch, args.turns * (chunk + args.reply) + chunk + args.reply
+      )
+      if mode == "session"
+      else None
+    )
     times, outs = [], []
     for new in turns:
       t0 = time.perf_counter()
@@ -75,16 +92,23 @@ def main():
   r_times, r_out = run("reencode")
   assert compile_count() == c0, "recompiled after warm-up"
   assert s_out == r_out, "session and re-encoding disagree"
-  print(f"batch {args.batch}, {args.turns} turns of {args.obs} observation "
-        f"+ {args.reply} reply tokens, hidden {args.hidden}")
+  print(
+    f"batch {args.batch}, {args.turns} turns of {args.obs} observation "
+    f"+ {args.reply} reply tokens, hidden {args.hidden}"
+  )
   print("| turns | session s/turn | re-encode s/turn | ratio |")
   print("|---|---|---|---|")
-  for lo, hi in ((0, 4), (args.turns // 2 - 2, args.turns // 2 + 2),
-                 (args.turns - 4, args.turns)):
+  for lo, hi in (
+    (0, 4),
+    (args.turns // 2 - 2, args.turns // 2 + 2),
+    (args.turns - 4, args.turns),
+  ):
     s, r = np.median(s_times[lo:hi]), np.median(r_times[lo:hi])
     print(f"| {lo + 1}-{hi} | {s:.3f} | {r:.3f} | {r / s:.2f}x |")
-  print(f"| total | {sum(s_times):.2f} s | {sum(r_times):.2f} s | "
-        f"{sum(r_times) / sum(s_times):.2f}x |")
+  print(
+    f"| total | {sum(s_times):.2f} s | {sum(r_times):.2f} s | "
+    f"{sum(r_times) / sum(s_times):.2f}x |"
+  )
 
 
 if __name__ == "__main__":

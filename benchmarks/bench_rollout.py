@@ -37,31 +37,45 @@ from rla_jax.warmstart.coding import cache_root
 
 def main():
   ap = argparse.ArgumentParser()
-  ap.add_argument("--warmstart", default=os.path.join(cache_root(""),
-                                                      "alfworld", "default"))
+  ap.add_argument(
+    "--warmstart", default=os.path.join(cache_root(""), "alfworld", "default")
+  )
   ap.add_argument("--repeats", type=int, default=2)
   ap.add_argument("--tasks", type=int, default=6)
   ap.add_argument("--rollouts", type=int, default=6)
   ap.add_argument("--max-steps", type=int, default=20)
   args = ap.parse_args()
   if not os.path.isdir(os.path.join(args.warmstart, "policy")):
-    raise SystemExit(f"--warmstart {args.warmstart!r} has no policy/ dir: "
-                     "build it first (python launch/tpu_run.py "
-                     "--config=alfworld)")
+    raise SystemExit(
+      f"--warmstart {args.warmstart!r} has no policy/ dir: "
+      "build it first (python launch/tpu_run.py "
+      "--config=alfworld)"
+    )
   tok = load_tokenizer(os.path.join(args.warmstart, "tokenizer"))
-  model = load_qwen(os.path.join(args.warmstart, "policy"),
-                    dtype=jnp.float32, param_dtype=jnp.float32)
+  model = load_qwen(
+    os.path.join(args.warmstart, "policy"),
+    dtype=jnp.float32,
+    param_dtype=jnp.float32,
+  )
   max_prompt, max_new = 1024, 32
   variants = {
-      "power_of_two": dict(prompt_buckets=power_of_two_buckets(16, max_prompt),
-                           batch_buckets=power_of_two_buckets(1, 4096)),
-      "geometric": {},  # the Sampler's default bucket sets
+    "power_of_two": dict(
+      prompt_buckets=power_of_two_buckets(16, max_prompt),
+      batch_buckets=power_of_two_buckets(1, 4096),
+    ),
+    "geometric": {},  # the Sampler's default bucket sets
   }
-  samplers = {k: Sampler(model, max_prompt_len=max_prompt,
-                         max_new_tokens=max_new,
-                         stop_token_ids=agent_text.end_of_turn_ids(tok),
-                         pad_id=tok.pad_token_id or 0, **v)
-              for k, v in variants.items()}
+  samplers = {
+    k: Sampler(
+      model,
+      max_prompt_len=max_prompt,
+      max_new_tokens=max_new,
+      stop_token_ids=agent_text.end_of_turn_ids(tok),
+      pad_id=tok.pad_token_id or 0,
+      **v,
+    )
+    for k, v in variants.items()
+  }
   games = generate_split("train", args.tasks, 0, room_size="small")
   games = [g for g in games for _ in range(args.rollouts)]
   ids = [str(i) for i in range(len(games))]
@@ -69,9 +83,17 @@ def main():
 
   def play(name, seed):
     t0 = time.perf_counter()
-    eps = rollout_episodes(games, ids, samplers[name], tok, backend="native",
-                           max_steps=args.max_steps, history_steps=2,
-                           seed=seed, params=params)
+    eps = rollout_episodes(
+      games,
+      ids,
+      samplers[name],
+      tok,
+      backend="native",
+      max_steps=args.max_steps,
+      history_steps=2,
+      seed=seed,
+      params=params,
+    )
     return time.perf_counter() - t0, eps
 
   times = {k: [] for k in variants}
@@ -86,16 +108,21 @@ def main():
       tokens.setdefault(r, {})[name] = [e.response_ids for e in eps]
   for r, by_name in tokens.items():
     if by_name["power_of_two"] != by_name["geometric"]:
-      raise SystemExit(f"repeat {r}: the two bucket sets sampled different "
-                       "tokens")
+      raise SystemExit(
+        f"repeat {r}: the two bucket sets sampled different tokens"
+      )
   steps = sum(e.num_steps for e in eps)
   base = statistics.median(times["power_of_two"])
-  print(f"{len(games)} agents, {steps} agent-steps, {args.max_steps} turns; "
-        f"median of {args.repeats} rollouts (s):")
+  print(
+    f"{len(games)} agents, {steps} agent-steps, {args.max_steps} turns; "
+    f"median of {args.repeats} rollouts (s):"
+  )
   for name in variants:
     med = statistics.median(times[name])
-    print(f"  {name:13s} {med:7.2f} s  ({base / med:.2f}x vs power_of_two)  "
-          f"runs: {', '.join(f'{t:.2f}' for t in times[name])}")
+    print(
+      f"  {name:13s} {med:7.2f} s  ({base / med:.2f}x vs power_of_two)  "
+      f"runs: {', '.join(f'{t:.2f}' for t in times[name])}"
+    )
 
 
 if __name__ == "__main__":

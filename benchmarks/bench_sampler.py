@@ -72,12 +72,24 @@ import jax.numpy as jnp
 import numpy as np
 
 MODELS = {  # same shapes as ../shared/spec/perf-anchors.md
-    "small": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                  num_key_value_heads=2, head_dim=64, intermediate_size=768,
-                  vocab_size=4096),
-    "medium": dict(hidden_size=512, num_hidden_layers=8,
-                   num_attention_heads=8, num_key_value_heads=4, head_dim=64,
-                   intermediate_size=1536, vocab_size=32768),
+  "small": dict(
+    hidden_size=256,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=64,
+    intermediate_size=768,
+    vocab_size=4096,
+  ),
+  "medium": dict(
+    hidden_size=512,
+    num_hidden_layers=8,
+    num_attention_heads=8,
+    num_key_value_heads=4,
+    head_dim=64,
+    intermediate_size=1536,
+    vocab_size=32768,
+  ),
 }
 
 
@@ -88,8 +100,7 @@ def matmul_params(m: dict) -> int:
   L * (D*N*H [q] + 2*D*K*H [k,v] + N*H*D [o] + 3*D*F [gate, up, down]).
   """
   D, L = m["hidden_size"], m["num_hidden_layers"]
-  N, K, H = (m["num_attention_heads"], m["num_key_value_heads"],
-             m["head_dim"])
+  N, K, H = (m["num_attention_heads"], m["num_key_value_heads"], m["head_dim"])
   F = m["intermediate_size"]
   return L * (2 * D * N * H + 2 * D * K * H + 3 * D * F)
 
@@ -104,25 +115,26 @@ def prefill_flops(m: dict, B: int, P: int) -> int:
   """
   L, N, H = m["num_hidden_layers"], m["num_attention_heads"], m["head_dim"]
   D, V = m["hidden_size"], m["vocab_size"]
-  return (2 * B * P * matmul_params(m) + 2 * B * D * V
-          + 2 * B * L * N * H * P * (P + 1))
+  return (
+    2 * B * P * matmul_params(m)
+    + 2 * B * D * V
+    + 2 * B * L * N * H * P * (P + 1)
+  )
 
 
-def measure_matmul_peak(n: int, reps: int = 10,
-                        dtype=jnp.float32) -> float:
+def measure_matmul_peak(n: int, reps: int = 10, dtype=jnp.float32) -> float:
   """Best-of-`reps` GFLOP/s of a jitted [n,n] @ [n,n] with inputs in
   `dtype`, accumulated and returned in f32 (for f32: a plain f32 matmul)."""
   a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32).astype(dtype)
   b = jax.random.normal(jax.random.key(1), (n, n), jnp.float32).astype(dtype)
-  f = jax.jit(lambda x, y: jnp.matmul(x, y,
-                                      preferred_element_type=jnp.float32))
+  f = jax.jit(lambda x, y: jnp.matmul(x, y, preferred_element_type=jnp.float32))
   f(a, b).block_until_ready()
   best = float("inf")
   for _ in range(reps):
     t = time.perf_counter()
     f(a, b).block_until_ready()
     best = min(best, time.perf_counter() - t)
-  return 2 * n ** 3 / best / 1e9
+  return 2 * n**3 / best / 1e9
 
 
 # --------------------------------------------------------------- helpers
@@ -136,16 +148,24 @@ def median(xs):
   return statistics.median(xs)
 
 
-def make_hf_model(name: str, max_pos: int, out_dir: str,
-                  dtype: str = "float32"):
+def make_hf_model(
+  name: str, max_pos: int, out_dir: str, dtype: str = "float32"
+):
   """Random Qwen3 (seed 0) saved in f32 to out_dir; returned in `dtype`."""
   import torch
   from transformers import Qwen3Config, Qwen3ForCausalLM
-  cfg = Qwen3Config(**MODELS[name], tie_word_embeddings=True,
-                    rms_norm_eps=1e-6, rope_theta=1_000_000.0,
-                    max_position_embeddings=max_pos, bos_token_id=None,
-                    eos_token_id=None, pad_token_id=None,
-                    attn_implementation="sdpa")
+
+  cfg = Qwen3Config(
+    **MODELS[name],
+    tie_word_embeddings=True,
+    rms_norm_eps=1e-6,
+    rope_theta=1_000_000.0,
+    max_position_embeddings=max_pos,
+    bos_token_id=None,
+    eos_token_id=None,
+    pad_token_id=None,
+    attn_implementation="sdpa",
+  )
   torch.manual_seed(0)
   model = Qwen3ForCausalLM(cfg).eval()
   model.save_pretrained(out_dir)
@@ -158,32 +178,52 @@ class HFRunner:
 
   def generate(self, ids: np.ndarray, N: int) -> np.ndarray:
     import torch
+
     x = torch.from_numpy(ids.astype(np.int64))
     with torch.no_grad():
       out = self.model.generate(
-          input_ids=x, attention_mask=torch.ones_like(x), do_sample=False,
-          max_new_tokens=N, min_new_tokens=N, eos_token_id=None,
-          pad_token_id=0, use_cache=True, top_k=None, top_p=None,
-          temperature=None)
-    return out[:, ids.shape[1]:].numpy()
+        input_ids=x,
+        attention_mask=torch.ones_like(x),
+        do_sample=False,
+        max_new_tokens=N,
+        min_new_tokens=N,
+        eos_token_id=None,
+        pad_token_id=0,
+        use_cache=True,
+        top_k=None,
+        top_p=None,
+        temperature=None,
+      )
+    return out[:, ids.shape[1] :].numpy()
 
   def prefill(self, ids: np.ndarray):
     import torch
     from transformers import DynamicCache
+
     x = torch.from_numpy(ids.astype(np.int64))
     with torch.no_grad():
-      return self.model(input_ids=x, attention_mask=torch.ones_like(x),
-                        past_key_values=DynamicCache(
-                            config=self.model.config),
-                        use_cache=True, logits_to_keep=1).logits
+      return self.model(
+        input_ids=x,
+        attention_mask=torch.ones_like(x),
+        past_key_values=DynamicCache(config=self.model.config),
+        use_cache=True,
+        logits_to_keep=1,
+      ).logits
 
 
 class JaxRunner:
   def __init__(self, model, P: int, N: int, batches):
     from rla_jax.sampling.sampler import Sampler
-    self.sampler = Sampler(model, max_prompt_len=P, max_new_tokens=N,
-                           stop_token_ids=(), pad_id=0, prompt_buckets=(P,),
-                           batch_buckets=tuple(batches))
+
+    self.sampler = Sampler(
+      model,
+      max_prompt_len=P,
+      max_new_tokens=N,
+      stop_token_ids=(),
+      pad_id=0,
+      prompt_buckets=(P,),
+      batch_buckets=tuple(batches),
+    )
     self.P, self.N = P, N
 
   def generate(self, ids: np.ndarray) -> np.ndarray:
@@ -195,21 +235,35 @@ class JaxRunner:
     """(prefill s, decode s) of the two jitted programs, run as `generate`
     runs them (private functions: this is a benchmark, not API use)."""
     from rla_jax.sampling import sampler as sm
+
     s = self.sampler
     B, P = ids.shape
     cache = s.new_cache(B, P + self.N)
     mask = np.ones_like(ids)
     jax.block_until_ready(cache)
     t0 = time.perf_counter()
-    cache, logits = sm._prefill(s.cfg, s.dtype, s.params, cache,
-                                jnp.asarray(ids), jnp.asarray(mask))
+    cache, logits = sm._prefill(
+      s.cfg, s.dtype, s.params, cache, jnp.asarray(ids), jnp.asarray(mask)
+    )
     jax.block_until_ready(logits)
     t1 = time.perf_counter()
-    out = sm._decode(s.cfg, s.dtype, self.N, s.params, cache, logits,
-                     np.ones((B,), bool), jax.random.key(0), jnp.float32(1),
-                     jnp.float32(1), jnp.int32(0), jnp.bool_(True),
-                     jnp.int32(self.N), jnp.asarray(s.stop_token_ids),
-                     jnp.int32(0))
+    out = sm._decode(
+      s.cfg,
+      s.dtype,
+      self.N,
+      s.params,
+      cache,
+      logits,
+      np.ones((B,), bool),
+      jax.random.key(0),
+      jnp.float32(1),
+      jnp.float32(1),
+      jnp.int32(0),
+      jnp.bool_(True),
+      jnp.int32(self.N),
+      jnp.asarray(s.stop_token_ids),
+      jnp.int32(0),
+    )
     jax.block_until_ready(out)
     return t1 - t0, time.perf_counter() - t1
 
@@ -217,6 +271,7 @@ class JaxRunner:
 # --------------------------------------------------------------- main loop
 def bench_config(name, hf, jx, B, P, N, runs, agree, agree_rows, rng):
   from rla_jax.compile_counter import CompileCounter
+
   m = MODELS[name]
   ids = rng.integers(0, m["vocab_size"], size=(B, P)).astype(np.int32)
   row = dict(model=name, B=B, P=P, N=N)
@@ -233,12 +288,17 @@ def bench_config(name, hf, jx, B, P, N, runs, agree, agree_rows, rng):
     ph = [jx.phases(ids) for _ in range(runs)]
   jx_pre = median([p for p, _ in ph])
   jx_dec = median([d for _, d in ph])
-  row.update(jx_e2e=B * N / median(e2e), jx_pre=B * P / jx_pre,
-             jx_dec=B * N / jx_dec, jx_first=t_first,
-             jx_compile=t_first - median(e2e), jx_ncomp=cc.count,
-             jx_ncomp_steady=cc_phase.count + cc_steady.count,
-             jx_gflops=prefill_flops(m, B, P) / jx_pre / 1e9,
-             jx_e2e_spread=(min(e2e), max(e2e)))
+  row.update(
+    jx_e2e=B * N / median(e2e),
+    jx_pre=B * P / jx_pre,
+    jx_dec=B * N / jx_dec,
+    jx_first=t_first,
+    jx_compile=t_first - median(e2e),
+    jx_ncomp=cc.count,
+    jx_ncomp_steady=cc_phase.count + cc_steady.count,
+    jx_gflops=prefill_flops(m, B, P) / jx_pre / 1e9,
+    jx_e2e_spread=(min(e2e), max(e2e)),
+  )
 
   # --- transformers.
   _, htok = timed(lambda: hf.generate(ids, N))  # warm-up
@@ -246,48 +306,56 @@ def bench_config(name, hf, jx, B, P, N, runs, agree, agree_rows, rng):
   e2e_h = [timed(lambda: hf.generate(ids, N))[0] for _ in range(runs)]
   pre_h = median([timed(lambda: hf.prefill(ids))[0] for _ in range(runs)])
   dec_h = max(median(e2e_h) - pre_h, 1e-9)
-  row.update(hf_e2e=B * N / median(e2e_h), hf_pre=B * P / pre_h,
-             hf_dec=B * (N - 1) / dec_h,
-             hf_gflops=prefill_flops(m, B, P) / pre_h / 1e9,
-             hf_e2e_spread=(min(e2e_h), max(e2e_h)))
+  row.update(
+    hf_e2e=B * N / median(e2e_h),
+    hf_pre=B * P / pre_h,
+    hf_dec=B * (N - 1) / dec_h,
+    hf_gflops=prefill_flops(m, B, P) / pre_h / 1e9,
+    hf_e2e_spread=(min(e2e_h), max(e2e_h)),
+  )
 
   # --- sanity: greedy tokens agree.
   if htok.shape != jtok.shape:
-    raise SystemExit(f"shape mismatch: transformers {htok.shape} vs "
-                     f"rla_jax {jtok.shape} ({name} B={B} P={P} N={N})")
+    raise SystemExit(
+      f"shape mismatch: transformers {htok.shape} vs "
+      f"rla_jax {jtok.shape} ({name} B={B} P={P} N={N})"
+    )
   same = htok == jtok
   first_diff = np.array([N if r.all() else int(np.argmin(r)) for r in same])
   row["agree_min"] = int(first_diff.min())
   row["agree_mean"] = float(first_diff.mean())
   if (first_diff >= agree).mean() < agree_rows:
     raise SystemExit(
-        f"greedy outputs disagree within the first {agree} tokens on more "
-        f"than {1 - agree_rows:.0%} of the rows "
-        f"({name} B={B} P={P} N={N}): first differing index per row "
-        f"{first_diff.tolist()}")
+      f"greedy outputs disagree within the first {agree} tokens on more "
+      f"than {1 - agree_rows:.0%} of the rows "
+      f"({name} B={B} P={P} N={N}): first differing index per row "
+      f"{first_diff.tolist()}"
+    )
   return row
 
 
 def fmt_table(rows, peaks):
   """peaks: {label: GFLOP/s}, first = the run's dtype (one % column each)."""
   pct = ", ".join(f"% {k} peak" for k in peaks)
-  hdr = ("| model | B | P/N | HF e2e tok/s | rla_jax e2e tok/s | ratio | "
-         "HF decode tok/s | rla_jax decode tok/s | HF prefill tok/s | "
-         f"rla_jax prefill tok/s | rla_jax prefill GFLOP/s ({pct}) | "
-         "HF prefill GFLOP/s | rla_jax compile s (#) | greedy agree "
-         "(min/mean tokens) |")
+  hdr = (
+    "| model | B | P/N | HF e2e tok/s | rla_jax e2e tok/s | ratio | "
+    "HF decode tok/s | rla_jax decode tok/s | HF prefill tok/s | "
+    f"rla_jax prefill tok/s | rla_jax prefill GFLOP/s ({pct}) | "
+    "HF prefill GFLOP/s | rla_jax compile s (#) | greedy agree "
+    "(min/mean tokens) |"
+  )
   lines = [hdr, "|" + "---|" * (hdr.count("|") - 1)]
   for r in rows:
-    pcts = ", ".join(f"{100 * r['jx_gflops'] / p:.0f}%"
-                     for p in peaks.values())
+    pcts = ", ".join(f"{100 * r['jx_gflops'] / p:.0f}%" for p in peaks.values())
     lines.append(
-        f"| {r['model']} | {r['B']} | {r['P']}/{r['N']} | {r['hf_e2e']:.0f} "
-        f"| {r['jx_e2e']:.0f} | **{r['jx_e2e'] / r['hf_e2e']:.2f}** | "
-        f"{r['hf_dec']:.0f} | {r['jx_dec']:.0f} | {r['hf_pre']:.0f} | "
-        f"{r['jx_pre']:.0f} | {r['jx_gflops']:.1f} "
-        f"({pcts}) | {r['hf_gflops']:.1f} | "
-        f"{r['jx_compile']:.1f} ({r['jx_ncomp']}) | "
-        f"{r['agree_min']}/{r['agree_mean']:.1f} |")
+      f"| {r['model']} | {r['B']} | {r['P']}/{r['N']} | {r['hf_e2e']:.0f} "
+      f"| {r['jx_e2e']:.0f} | **{r['jx_e2e'] / r['hf_e2e']:.2f}** | "
+      f"{r['hf_dec']:.0f} | {r['jx_dec']:.0f} | {r['hf_pre']:.0f} | "
+      f"{r['jx_pre']:.0f} | {r['jx_gflops']:.1f} "
+      f"({pcts}) | {r['hf_gflops']:.1f} | "
+      f"{r['jx_compile']:.1f} ({r['jx_ncomp']}) | "
+      f"{r['agree_min']}/{r['agree_mean']:.1f} |"
+    )
   return "\n".join(lines)
 
 
@@ -301,43 +369,67 @@ def parse_shapes(s):
 
 def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  ap.add_argument("--quick", action="store_true",
-                  help="small grid: small+medium, P/N 128/64 only, B 1,32, "
-                  "2 timed runs")
+  ap.add_argument(
+    "--quick",
+    action="store_true",
+    help="small grid: small+medium, P/N 128/64 only, B 1,32, 2 timed runs",
+  )
   ap.add_argument("--models", default="small,medium")
   ap.add_argument("--batches", default=None, help="default 1,8,32")
-  ap.add_argument("--shapes", default=None,
-                  help="comma list of prompt:new (default "
-                  "128:64,512:64,32:128)")
-  ap.add_argument("--medium-shapes", default=None,
-                  help="shapes for the medium model (~10x slower; default "
-                  "128:64,32:128; add 512:64 for a long-prompt row, +~3 min)")
+  ap.add_argument(
+    "--shapes",
+    default=None,
+    help="comma list of prompt:new (default 128:64,512:64,32:128)",
+  )
+  ap.add_argument(
+    "--medium-shapes",
+    default=None,
+    help="shapes for the medium model (~10x slower; default "
+    "128:64,32:128; add 512:64 for a long-prompt row, +~3 min)",
+  )
   ap.add_argument("--runs", type=int, default=None, help="default 3")
-  ap.add_argument("--dtype", choices=("float32", "bfloat16"),
-                  default="float32",
-                  help="dtype of weights and compute in both implementations "
-                  "(bfloat16: rla_jax dtype=param_dtype=bfloat16, "
-                  "transformers model.to(torch.bfloat16))")
-  ap.add_argument("--agree", type=int, default=None,
-                  help="greedy tokens that must agree on the rows "
-                  "(default 4 in float32, 1 in bfloat16)")
-  ap.add_argument("--agree-rows", type=float, default=None,
-                  help="fraction of rows that must agree on --agree tokens "
-                  "(default 1.0 in float32, 0.9 in bfloat16)")
+  ap.add_argument(
+    "--dtype",
+    choices=("float32", "bfloat16"),
+    default="float32",
+    help="dtype of weights and compute in both implementations "
+    "(bfloat16: rla_jax dtype=param_dtype=bfloat16, "
+    "transformers model.to(torch.bfloat16))",
+  )
+  ap.add_argument(
+    "--agree",
+    type=int,
+    default=None,
+    help="greedy tokens that must agree on the rows "
+    "(default 4 in float32, 1 in bfloat16)",
+  )
+  ap.add_argument(
+    "--agree-rows",
+    type=float,
+    default=None,
+    help="fraction of rows that must agree on --agree tokens "
+    "(default 1.0 in float32, 0.9 in bfloat16)",
+  )
   ap.add_argument("--peak-n", type=int, default=2048)
   ap.add_argument("--threads", type=int, default=2)
-  ap.add_argument("--rla-path", default=None,
-                  help="directory holding an alternative rla_jax package "
-                  "(e.g. a /tmp copy with a proposed change), put first on "
-                  "sys.path")
+  ap.add_argument(
+    "--rla-path",
+    default=None,
+    help="directory holding an alternative rla_jax package "
+    "(e.g. a /tmp copy with a proposed change), put first on "
+    "sys.path",
+  )
   args = ap.parse_args(argv)
   if args.rla_path:
     sys.path.insert(0, os.path.abspath(args.rla_path))
   # --quick changes the defaults only; explicit flags still win.
-  quick = dict(batches="1,32", shapes="128:64", medium_shapes="128:64",
-               runs=2)
-  full = dict(batches="1,8,32", shapes="128:64,512:64,32:128",
-              medium_shapes="128:64,32:128", runs=3)
+  quick = dict(batches="1,32", shapes="128:64", medium_shapes="128:64", runs=2)
+  full = dict(
+    batches="1,8,32",
+    shapes="128:64,512:64,32:128",
+    medium_shapes="128:64,32:128",
+    runs=3,
+  )
   for k, v in (quick if args.quick else full).items():
     if getattr(args, k) is None:
       setattr(args, k, v)
@@ -348,10 +440,12 @@ def main(argv=None):
   bf16 = args.dtype == "bfloat16"
   # The run's dtype first (the % in the acceptance line uses it); in bf16
   # runs the f32 peak is also measured (cheap) and reported.
-  peak_dtypes = {"bf16": jnp.bfloat16, "f32": jnp.float32} if bf16 else {
-      "f32": jnp.float32}
+  peak_dtypes = (
+    {"bf16": jnp.bfloat16, "f32": jnp.float32} if bf16 else {"f32": jnp.float32}
+  )
 
   import torch
+
   torch.set_num_threads(args.threads)
   torch.set_num_interop_threads(1)
   import transformers
@@ -361,55 +455,73 @@ def main(argv=None):
   batches = [int(b) for b in args.batches.split(",")]
   load = os.getloadavg()
   print(f"# bench_sampler  {' '.join(sys.argv[1:])}")
-  print(f"jax {jax.__version__}, torch {torch.__version__} "
-        f"({torch.get_num_threads()} threads), transformers "
-        f"{transformers.__version__}; cpus {os.cpu_count()}; "
-        f"load avg at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
-        f"rla_jax from {os.path.dirname(rla_jax.__file__)}")
-  print(f"dtype {args.dtype}: weights and compute in {args.dtype} in both "
-        f"implementations; greedy agreement required on the first "
-        f"{args.agree} token(s) of {args.agree_rows:.0%} of the rows",
-        flush=True)
+  print(
+    f"jax {jax.__version__}, torch {torch.__version__} "
+    f"({torch.get_num_threads()} threads), transformers "
+    f"{transformers.__version__}; cpus {os.cpu_count()}; "
+    f"load avg at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+    f"rla_jax from {os.path.dirname(rla_jax.__file__)}"
+  )
+  print(
+    f"dtype {args.dtype}: weights and compute in {args.dtype} in both "
+    f"implementations; greedy agreement required on the first "
+    f"{args.agree} token(s) of {args.agree_rows:.0%} of the rows",
+    flush=True,
+  )
   t_all = time.perf_counter()
-  peak_start = {k: measure_matmul_peak(args.peak_n, dtype=dt)
-                for k, dt in peak_dtypes.items()}
+  peak_start = {
+    k: measure_matmul_peak(args.peak_n, dtype=dt)
+    for k, dt in peak_dtypes.items()
+  }
   for k, v in peak_start.items():
-    print(f"matmul peak at start (jitted {k} x {k} -> f32 {args.peak_n}^3, "
-          f"best of 10): {v:.1f} GFLOP/s", flush=True)
+    print(
+      f"matmul peak at start (jitted {k} x {k} -> f32 {args.peak_n}^3, "
+      f"best of 10): {v:.1f} GFLOP/s",
+      flush=True,
+    )
 
   rows = []
   rng = np.random.default_rng(0)
   for name in args.models.split(","):
-    shapes = parse_shapes(args.medium_shapes if name == "medium"
-                          else args.shapes)
+    shapes = parse_shapes(
+      args.medium_shapes if name == "medium" else args.shapes
+    )
     max_pos = max(p + n for p, n in shapes)
     with tempfile.TemporaryDirectory() as d:
       hf_model = make_hf_model(name, max(max_pos, 1024), d, args.dtype)
       dt = jnp.dtype(args.dtype)
       jx_model = load_qwen(d, dtype=dt, param_dtype=dt)
     n_params = sum(p.numel() for p in hf_model.parameters())
-    print(f"model {name}: {n_params:,} params (tied embeddings), "
-          f"{args.dtype}", flush=True)
+    print(
+      f"model {name}: {n_params:,} params (tied embeddings), {args.dtype}",
+      flush=True,
+    )
     hf = HFRunner(hf_model)
     for P, N in shapes:
       jx = JaxRunner(jx_model, P, N, batches)
       for B in batches:
         t = time.perf_counter()
-        r = bench_config(name, hf, jx, B, P, N, args.runs, args.agree,
-                         args.agree_rows, rng)
+        r = bench_config(
+          name, hf, jx, B, P, N, args.runs, args.agree, args.agree_rows, rng
+        )
         rows.append(r)
-        print(f"  {name} {args.dtype} B={B:>2} P={P} N={N}: HF "
-              f"{r['hf_e2e']:.0f} rla_jax {r['jx_e2e']:.0f} tok/s "
-              f"(x{r['jx_e2e'] / r['hf_e2e']:.2f}); decode {r['hf_dec']:.0f}"
-              f" / {r['jx_dec']:.0f}; prefill {r['jx_gflops']:.1f} GFLOP/s;"
-              f" greedy agree min/mean {r['agree_min']}/"
-              f"{r['agree_mean']:.1f} of {N}; compiles {r['jx_ncomp']} "
-              f"(+{r['jx_ncomp_steady']} after warm-up); "
-              f"[{time.perf_counter() - t:.0f} s]", flush=True)
+        print(
+          f"  {name} {args.dtype} B={B:>2} P={P} N={N}: HF "
+          f"{r['hf_e2e']:.0f} rla_jax {r['jx_e2e']:.0f} tok/s "
+          f"(x{r['jx_e2e'] / r['hf_e2e']:.2f}); decode {r['hf_dec']:.0f}"
+          f" / {r['jx_dec']:.0f}; prefill {r['jx_gflops']:.1f} GFLOP/s;"
+          f" greedy agree min/mean {r['agree_min']}/"
+          f"{r['agree_mean']:.1f} of {N}; compiles {r['jx_ncomp']} "
+          f"(+{r['jx_ncomp_steady']} after warm-up); "
+          f"[{time.perf_counter() - t:.0f} s]",
+          flush=True,
+        )
         if r["jx_ncomp_steady"]:
           raise SystemExit("rla_jax recompiled after warm-up")
-  peak_end = {k: measure_matmul_peak(args.peak_n, dtype=dt)
-              for k, dt in peak_dtypes.items()}
+  peak_end = {
+    k: measure_matmul_peak(args.peak_n, dtype=dt)
+    for k, dt in peak_dtypes.items()
+  }
   # The higher of the two is the less disturbed one (the machine is shared).
   peaks = {k: max(peak_start[k], peak_end[k]) for k in peak_dtypes}
   peak = peaks[next(iter(peaks))]  # the run's dtype
@@ -419,17 +531,24 @@ def main(argv=None):
   print(fmt_table(rows, peaks))
   print()
   for k in peaks:
-    print(f"matmul peak {k} x {k} -> f32 (max of start {peak_start[k]:.1f}, "
-          f"end {peak_end[k]:.1f}): {peaks[k]:.1f} GFLOP/s")
-  print(f"total {time.perf_counter() - t_all:.0f} s; "
-        f"load avg at end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-  b32 = [r for r in rows if r["B"] == 32 and MODELS[r["model"]]
-         ["hidden_size"] >= 256]
+    print(
+      f"matmul peak {k} x {k} -> f32 (max of start {peak_start[k]:.1f}, "
+      f"end {peak_end[k]:.1f}): {peaks[k]:.1f} GFLOP/s"
+    )
+  print(
+    f"total {time.perf_counter() - t_all:.0f} s; "
+    f"load avg at end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+  )
+  b32 = [
+    r for r in rows if r["B"] == 32 and MODELS[r["model"]]["hidden_size"] >= 256
+  ]
   if b32:
-    print("acceptance (hidden >= 256): batch-32 e2e ratio min "
-          f"{min(r['jx_e2e'] / r['hf_e2e'] for r in b32):.2f} (bar 3.0); "
-          f"prefill % of {next(iter(peaks))} peak min over all rows "
-          f"{100 * min(r['jx_gflops'] for r in rows) / peak:.0f}% (bar 40%)")
+    print(
+      "acceptance (hidden >= 256): batch-32 e2e ratio min "
+      f"{min(r['jx_e2e'] / r['hf_e2e'] for r in b32):.2f} (bar 3.0); "
+      f"prefill % of {next(iter(peaks))} peak min over all rows "
+      f"{100 * min(r['jx_gflops'] for r in rows) / peak:.0f}% (bar 40%)"
+    )
 
 
 if __name__ == "__main__":

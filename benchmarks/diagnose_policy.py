@@ -33,8 +33,9 @@ from rla_jax.tokenizer import load_tokenizer
 from rla_jax.warmstart import demos, evaluate
 
 
-def success_by_type(model, tok, games, *, history_steps, max_steps,
-                    temperature, per_type, seed):
+def success_by_type(
+  model, tok, games, *, history_steps, max_steps, temperature, per_type, seed
+):
   """{task type: (games, success rate)} playing each type's games once."""
   by_type = collections.defaultdict(list)
   for g in games:
@@ -42,31 +43,48 @@ def success_by_type(model, tok, games, *, history_steps, max_steps,
   out = {}
   for task_type, group in sorted(by_type.items()):
     group = group[:per_type]
-    r = evaluate.play_policy(model, tok, group, history_steps=history_steps,
-                             max_steps=max_steps, temperature=temperature,
-                             seed=seed, batch_size=len(group),
-                             max_prompt_len=2048)
+    r = evaluate.play_policy(
+      model,
+      tok,
+      group,
+      history_steps=history_steps,
+      max_steps=max_steps,
+      temperature=temperature,
+      seed=seed,
+      batch_size=len(group),
+      max_prompt_len=2048,
+    )
     out[task_type] = (len(group), r["success_rate"])
   return out
 
 
-def choice_accuracy_by_verb(model, tok, games, *, history_steps, epsilon,
-                            max_states, seed, batch_size=64):
+def choice_accuracy_by_verb(
+  model, tok, games, *, history_steps, epsilon, max_states, seed, batch_size=64
+):
   """{expert verb: (states, share of greedy answers naming the expert's
   command)} on noisy-expert states of `games`."""
-  episodes = demos.noisy_expert_rollouts(games, epsilon,
-                                         np.random.default_rng(seed), 40)
-  states = [(demos.step_prompt(ep, k, history_steps), cmd,
-             candidate_actions(ep.admissible[k]))
-            for ep in episodes for k, cmd in enumerate(ep.expert)
-            if cmd is not None][:max_states]
-  sampler = evaluate.make_sampler(model, tok, max_prompt_len=2048,
-                                  max_new_tokens=32, batch_size=batch_size)
+  episodes = demos.noisy_expert_rollouts(
+    games, epsilon, np.random.default_rng(seed), 40
+  )
+  states = [
+    (
+      demos.step_prompt(ep, k, history_steps),
+      cmd,
+      candidate_actions(ep.admissible[k]),
+    )
+    for ep in episodes
+    for k, cmd in enumerate(ep.expert)
+    if cmd is not None
+  ][:max_states]
+  sampler = evaluate.make_sampler(
+    model, tok, max_prompt_len=2048, max_new_tokens=32, batch_size=batch_size
+  )
   hits = collections.defaultdict(list)
   for c0 in range(0, len(states), batch_size):
-    part = states[c0:c0 + batch_size]
-    out = sampler.generate([agent_text.chat_ids(tok, p) for p, _, _ in part],
-                           seed=seed, greedy=True)
+    part = states[c0 : c0 + batch_size]
+    out = sampler.generate(
+      [agent_text.chat_ids(tok, p) for p, _, _ in part], seed=seed, greedy=True
+    )
     for (_, cmd, cands), toks in zip(part, out.tokens):
       answer = tok.decode(toks, skip_special_tokens=True)
       chosen = cands[parse_action_index(answer, len(cands))]
@@ -78,8 +96,12 @@ def main():
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--model_dir", required=True)
   ap.add_argument("--history_steps", type=int, default=2)
-  ap.add_argument("--games", type=int, default=192,
-                  help="valid_seen games drawn for the per-type evaluation")
+  ap.add_argument(
+    "--games",
+    type=int,
+    default=192,
+    help="valid_seen games drawn for the per-type evaluation",
+  )
   ap.add_argument("--per_type", type=int, default=32)
   ap.add_argument("--max_steps", type=int, default=20)
   ap.add_argument("--temperature", type=float, default=0.6)
@@ -93,9 +115,16 @@ def main():
   tok = load_tokenizer(os.path.join(a.model_dir, "tokenizer"))
   model = load_qwen(os.path.join(a.model_dir, "policy"))
   games = generate_split("valid_seen", a.games, seed=99, room_size="small")
-  succ = success_by_type(model, tok, games, history_steps=a.history_steps,
-                         max_steps=a.max_steps, temperature=a.temperature,
-                         per_type=a.per_type, seed=a.seed)
+  succ = success_by_type(
+    model,
+    tok,
+    games,
+    history_steps=a.history_steps,
+    max_steps=a.max_steps,
+    temperature=a.temperature,
+    per_type=a.per_type,
+    seed=a.seed,
+  )
   print(f"success per task type ({a.max_steps} steps, T = {a.temperature}):\n")
   print("| task type | games | success |\n|---|---|---|")
   for t, (n, s) in succ.items():
@@ -104,14 +133,23 @@ def main():
   won = sum(n * s for n, s in succ.values())
   print(f"| all | {n_all} | {won / n_all:.3f} |\n")
   other = generate_split("valid_seen", 96, seed=77, room_size="small")
-  acc = choice_accuracy_by_verb(model, tok, other, history_steps=a.history_steps,
-                                epsilon=0.3, max_states=a.states, seed=a.seed)
+  acc = choice_accuracy_by_verb(
+    model,
+    tok,
+    other,
+    history_steps=a.history_steps,
+    epsilon=0.3,
+    max_states=a.states,
+    seed=a.seed,
+  )
   print("greedy choice = the expert's command, by the expert's verb:\n")
   print("| verb | states | accuracy |\n|---|---|---|")
   for v, (n, s) in sorted(acc.items(), key=lambda kv: -kv[1][0]):
     print(f"| {v} | {n} | {s:.3f} |")
   total = sum(n for n, _ in acc.values())
-  print(f"| all | {total} | {sum(n * s for n, s in acc.values()) / total:.3f} |")
+  print(
+    f"| all | {total} | {sum(n * s for n, s in acc.values()) / total:.3f} |"
+  )
 
 
 if __name__ == "__main__":

@@ -19,91 +19,152 @@ PRESETS = ("default", "smoke", "paper")
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   preset = arg or "default"
   if preset not in PRESETS:
-    raise ValueError(f"configs/alfworld.py: unknown preset {preset!r}; "
-                     f"choose one of {PRESETS}")
+    raise ValueError(
+      f"configs/alfworld.py: unknown preset {preset!r}; choose one of {PRESETS}"
+    )
   c = common.base("alfworld")
   c.preset = preset
   c.total_steps = 8
   # The embedded default's warm start (used when model dirs are empty);
   # settings override rla_jax.warmstart.default_warmstart_config().
-  c.warmstart = ml_collections.ConfigDict({
+  c.warmstart = ml_collections.ConfigDict(
+    {
       "cache_dir": "",  # "" = $RLA_JAX_CACHE or ~/.cache/rla_jax
       "name": "default",
       "seed": 0,  # the warm start's own seed (RL seeds share one warm start)
       # A 3.4M-parameter Qwen3 (hidden 256): at hidden 128 the policy's
       # greedy choice accuracy on held-out expert states was half as high
       # (0.17 vs 0.32 after 150 SFT steps without drills).
-      "settings": ml_collections.ConfigDict({
-          "model": {"hidden_size": 256, "intermediate_size": 768,
-                    "head_dim": 64},
+      "settings": ml_collections.ConfigDict(
+        {
+          "model": {
+            "hidden_size": 256,
+            "intermediate_size": 768,
+            "head_dim": 64,
+          },
           "num_demo_episodes": 300,
           "drill": {"steps": 200},
           "policy_sft": {"steps": 300},
           # A weak judge, as the paper's (AlfWorld RM process accuracy 47%):
           # few, noisy labels (240 balanced examples, 30% flipped, 40
           # steps). Consistency feedback then has something to improve.
-          "rm_init": "policy", "num_rm_examples": 240, "rm_label_noise": 0.3,
+          "rm_init": "policy",
+          "num_rm_examples": 240,
+          "rm_label_noise": 0.3,
           "rm_sft": {"steps": 40, "batch_size": 16},
           "eval": {"num_games": 24, "max_steps": 20, "batch_size": 24},
-      }),
-  })
-  c.env = ml_collections.ConfigDict({
-      "backend": "native", "room_size": "small",
+        }
+      ),
+    }
+  )
+  c.env = ml_collections.ConfigDict(
+    {
+      "backend": "native",
+      "room_size": "small",
       # "all" (ALFWorld's mix of the six task types) or comma-separated names.
       "task_types": "all",
       # num_slots training games each hold a slot of the adaptive pool; every
       # RL step draws num_tasks of them (the reference: one slot per train
       # game, num_trial drawn per step).
-      "num_slots": 256, "num_tasks": 6, "rollouts_per_task": 6,
-      "max_steps": 20, "history_steps": 2,
-  })
-  c.rollout = ml_collections.ConfigDict({
-      "temperature": 0.8, "top_p": 1.0, "greedy": False,
+      "num_slots": 256,
+      "num_tasks": 6,
+      "rollouts_per_task": 6,
+      "max_steps": 20,
+      "history_steps": 2,
+    }
+  )
+  c.rollout = ml_collections.ConfigDict(
+    {
+      "temperature": 0.8,
+      "top_p": 1.0,
+      "greedy": False,
       # The judge's prompt (policy prompt + answer + next observation)
       # reached 1,071 tokens on a drawn train game; 2048 as the reference.
-      "max_prompt_len": 2048, "max_new_tokens": 32,
-  })
-  c.reward = ml_collections.ConfigDict({
-      "m": 3, "lam": 1.0, "use_judge_signal": True, "train_rm": True,
-      "policy_band": (0.125, 0.875), "rm_band": (0.2, 0.8),
+      "max_prompt_len": 2048,
+      "max_new_tokens": 32,
+    }
+  )
+  c.reward = ml_collections.ConfigDict(
+    {
+      "m": 3,
+      "lam": 1.0,
+      "use_judge_signal": True,
+      "train_rm": True,
+      "policy_band": (0.125, 0.875),
+      "rm_band": (0.2, 0.8),
       "judge_sampling": common.sampling(0.8, 0.95),
-      "max_new_tokens": 16, "judge_batch": 96,
-  })
-  c.adaptation = ml_collections.ConfigDict({
-      "enabled": True, "env_model": "rule", "attempts": 8,
-      "low": 0.2, "high": 0.8,
-  })
-  c.optim = ml_collections.ConfigDict({
+      "max_new_tokens": 16,
+      "judge_batch": 96,
+    }
+  )
+  c.adaptation = ml_collections.ConfigDict(
+    {
+      "enabled": True,
+      "env_model": "rule",
+      "attempts": 8,
+      "low": 0.2,
+      "high": 0.8,
+    }
+  )
+  c.optim = ml_collections.ConfigDict(
+    {
       # A tiny model SFT'd at 2e-3 barely moves in 8 steps at the paper's
       # scale-free 1e-6..5e-5; PPO's clip bounds each update. 4 updates per
       # RL step, as the reference (one epoch over the step's samples).
       "policy": common.optim(2e-4, updates_per_step=4, micro_batch_size=16),
       "reward": common.optim(1e-4, updates_per_step=4, micro_batch_size=16),
-  })
-  c.eval = ml_collections.ConfigDict({
+    }
+  )
+  c.eval = ml_collections.ConfigDict(
+    {
       # rollouts_per_game: success is the mean over every (game, rollout)
       # run; 1 here for the 30-minute budget (3 in the paper preset).
-      "every": 0, "at_start": True, "num_games": 32, "rollouts_per_game": 1,
+      "every": 0,
+      "at_start": True,
+      "num_games": 32,
+      "rollouts_per_game": 1,
       "num_rm_episodes": 32,
-      "max_steps": 20, "seed": 1234, "temperature": 0.6, "top_p": 1.0,
+      "max_steps": 20,
+      "seed": 1234,
+      "temperature": 0.6,
+      "top_p": 1.0,
       "greedy": False,
-  })
+    }
+  )
   if preset == "smoke":
     c.total_steps = 2
     c.warmstart.name = "smoke"
-    c.warmstart.settings = ml_collections.ConfigDict({
-        "num_pretrain_games": 12, "num_demo_episodes": 8,
-        "num_rm_episodes": 4, "num_rm_examples": 16, "vocab_size": 400,
-        "model": {"hidden_size": 32, "intermediate_size": 64,
-                  "num_layers": 2, "num_heads": 2, "num_kv_heads": 1,
-                  "head_dim": 16},
+    c.warmstart.settings = ml_collections.ConfigDict(
+      {
+        "num_pretrain_games": 12,
+        "num_demo_episodes": 8,
+        "num_rm_episodes": 4,
+        "num_rm_examples": 16,
+        "vocab_size": 400,
+        "model": {
+          "hidden_size": 32,
+          "intermediate_size": 64,
+          "num_layers": 2,
+          "num_heads": 2,
+          "num_kv_heads": 1,
+          "head_dim": 16,
+        },
         "drill": {"steps": 2, "batch_size": 4},
         "policy_sft": {"steps": 12, "batch_size": 4, "learning_rate": 1e-2},
-        "rm_sft": {"steps": 40, "batch_size": 4, "learning_rate": 1e-2,
-                   "prompt_weight": 0.0},
-        "eval": {"num_games": 4, "max_steps": 2, "batch_size": 4,
-                 "rm_max_steps": 4},
-    })
+        "rm_sft": {
+          "steps": 40,
+          "batch_size": 4,
+          "learning_rate": 1e-2,
+          "prompt_weight": 0.0,
+        },
+        "eval": {
+          "num_games": 4,
+          "max_steps": 2,
+          "batch_size": 4,
+          "rm_max_steps": 4,
+        },
+      }
+    )
     c.env.update(num_slots=4, num_tasks=2, rollouts_per_task=4, max_steps=4)
     c.reward.judge_batch = 32
     c.optim.policy.update(updates_per_step=1, micro_batch_size=8)
@@ -111,21 +172,35 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.eval.update(every=0, num_games=3, num_rm_episodes=2, max_steps=4)
   elif preset == "paper":
     c.total_steps = 200
-    c.model.update(dtype="bfloat16", remat="full",
-                   tokenizer_dir="/path/to/Qwen2.5-7B-Instruct",
-                   policy_dir="/path/to/Qwen2.5-7B-Instruct",
-                   reward_dir="/path/to/reward-model")
-    c.env.update(room_size="full", num_slots=3553, num_tasks=16,
-                 rollouts_per_task=8,
-                 max_steps=40, history_steps=-1)
-    c.rollout.update(temperature=0.8, top_p=0.95, max_prompt_len=2048,
-                     max_new_tokens=2000)
+    c.model.update(
+      dtype="bfloat16",
+      remat="full",
+      tokenizer_dir="/path/to/Qwen2.5-7B-Instruct",
+      policy_dir="/path/to/Qwen2.5-7B-Instruct",
+      reward_dir="/path/to/reward-model",
+    )
+    c.env.update(
+      room_size="full",
+      num_slots=3553,
+      num_tasks=16,
+      rollouts_per_task=8,
+      max_steps=40,
+      history_steps=-1,
+    )
+    c.rollout.update(
+      temperature=0.8, top_p=0.95, max_prompt_len=2048, max_new_tokens=2000
+    )
     c.reward.update(max_new_tokens=4000, judge_batch=256)
     c.adaptation.update(env_model="llm")
     c.optim.policy.update(learning_rate=1e-6, micro_batch_size=8)
     c.optim.reward.update(learning_rate=1e-6, micro_batch_size=8)
-    c.eval.update(every=5, num_games=140, rollouts_per_game=3,
-                  num_rm_episodes=134, max_steps=50)
+    c.eval.update(
+      every=5,
+      num_games=140,
+      rollouts_per_game=3,
+      num_rm_episodes=134,
+      max_steps=50,
+    )
     c.mesh.update(data=1, fsdp=-1, tensor=1)
   # Every warm-start field (rla_jax/warmstart/config.py, e.g. demo_expert,
   # policy_answer) is listed, resolved against its defaults, so any of them
@@ -134,6 +209,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # env.history_steps, so that overriding them there is an unknown key
   # rather than silently replaced.
   from rla_jax.warmstart.config import resolve_config  # pylint: disable=import-outside-toplevel
+
   settings = resolve_config(c.warmstart.settings)
   for derived in ("seed", "room_size", "history_steps"):
     del settings[derived]

@@ -22,63 +22,108 @@ PRESETS = ("default", "smoke", "paper")
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   preset = arg or "default"
   if preset not in PRESETS:
-    raise ValueError(f"configs/coding.py: unknown preset {preset!r}; "
-                     f"choose one of {PRESETS}")
+    raise ValueError(
+      f"configs/coding.py: unknown preset {preset!r}; choose one of {PRESETS}"
+    )
   c = common.base("coding")
   c.preset = preset
   c.total_steps = 6
-  c.embedded = ml_collections.ConfigDict({
-      "cache_dir": "", "vocab_size": 1024, "hidden_size": 128,
-      "num_layers": 2, "num_heads": 4, "num_kv_heads": 2, "head_dim": 32,
+  c.embedded = ml_collections.ConfigDict(
+    {
+      "cache_dir": "",
+      "vocab_size": 1024,
+      "hidden_size": 128,
+      "num_layers": 2,
+      "num_heads": 4,
+      "num_kv_heads": 2,
+      "head_dim": 32,
       "intermediate_size": 256,
-  })
-  c.env = ml_collections.ConfigDict({
-      "num_tasks": 8, "programs_per_task": 8, "tests_per_task": 4,
+    }
+  )
+  c.env = ml_collections.ConfigDict(
+    {
+      "num_tasks": 8,
+      "programs_per_task": 8,
+      "tests_per_task": 4,
       "exec_workers": 2,
-  })
-  c.rollout = ml_collections.ConfigDict({
-      "temperature": 1.0, "top_p": 1.0, "greedy": False,
-      "max_prompt_len": 512, "max_new_tokens": 64,
-  })
-  c.reward = ml_collections.ConfigDict({
-      "train_rm": True, "policy_band": (0.2, 0.8),
+    }
+  )
+  c.rollout = ml_collections.ConfigDict(
+    {
+      "temperature": 1.0,
+      "top_p": 1.0,
+      "greedy": False,
+      "max_prompt_len": 512,
+      "max_new_tokens": 64,
+    }
+  )
+  c.reward = ml_collections.ConfigDict(
+    {
+      "train_rm": True,
+      "policy_band": (0.2, 0.8),
       "test_sampling": common.sampling(0.8, 0.95),
       "max_new_tokens": 64,
-  })
-  c.adaptation = ml_collections.ConfigDict({
-      "enabled": True, "env_model": "rule", "attempts": 3,
-      "low": 0.2, "high": 0.8,
-  })
-  c.optim = ml_collections.ConfigDict({
+    }
+  )
+  c.adaptation = ml_collections.ConfigDict(
+    {
+      "enabled": True,
+      "env_model": "rule",
+      "attempts": 3,
+      "low": 0.2,
+      "high": 0.8,
+    }
+  )
+  c.optim = ml_collections.ConfigDict(
+    {
       "policy": common.optim(3e-5, updates_per_step=2, micro_batch_size=16),
       "reward": common.optim(3e-5, updates_per_step=2, micro_batch_size=16),
-  })
-  c.eval = ml_collections.ConfigDict({
-      "every": 3, "at_start": True, "num_tasks": 8, "seed": 4321,
-      "temperature": 0.0, "top_p": 1.0, "greedy": True,
-  })
+    }
+  )
+  c.eval = ml_collections.ConfigDict(
+    {
+      "every": 3,
+      "at_start": True,
+      "num_tasks": 8,
+      "seed": 4321,
+      "temperature": 0.0,
+      "top_p": 1.0,
+      "greedy": True,
+    }
+  )
   if preset == "smoke":
     c.total_steps = 2
-    c.embedded.update(vocab_size=512, hidden_size=64, num_layers=1,
-                      intermediate_size=128, head_dim=16)
+    c.embedded.update(
+      vocab_size=512,
+      hidden_size=64,
+      num_layers=1,
+      intermediate_size=128,
+      head_dim=16,
+    )
     c.env.update(num_tasks=2, programs_per_task=4, tests_per_task=2)
     c.rollout.max_new_tokens = 24
     c.reward.max_new_tokens = 24
     c.eval.update(every=0, num_tasks=2)
   elif preset == "paper":
     c.total_steps = 300
-    c.model.update(dtype="bfloat16", remat="full",
-                   tokenizer_dir="/path/to/Qwen2.5-7B-Instruct",
-                   policy_dir="/path/to/Qwen2.5-7B-Instruct",
-                   reward_dir="/path/to/unit-test-generator")
-    c.env.update(num_tasks=64, programs_per_task=32, tests_per_task=16,
-                 exec_workers=128)
+    c.model.update(
+      dtype="bfloat16",
+      remat="full",
+      tokenizer_dir="/path/to/Qwen2.5-7B-Instruct",
+      policy_dir="/path/to/Qwen2.5-7B-Instruct",
+      reward_dir="/path/to/unit-test-generator",
+    )
+    c.env.update(
+      num_tasks=64, programs_per_task=32, tests_per_task=16, exec_workers=128
+    )
     c.rollout.update(max_prompt_len=2048, max_new_tokens=2048)
     c.reward.update(max_new_tokens=4096)
     c.adaptation.update(env_model="llm")
-    c.optim.policy.update(learning_rate=1e-6, updates_per_step=2,
-                          micro_batch_size=8)
-    c.optim.reward.update(learning_rate=1e-6, updates_per_step=2,
-                          micro_batch_size=8)
+    c.optim.policy.update(
+      learning_rate=1e-6, updates_per_step=2, micro_batch_size=8
+    )
+    c.optim.reward.update(
+      learning_rate=1e-6, updates_per_step=2, micro_batch_size=8
+    )
     c.eval.update(every=10, num_tasks=128)
   return c

@@ -3,20 +3,27 @@
 import ml_collections
 
 
-def optim(lr: float, updates_per_step: int, micro_batch_size: int
-          ) -> ml_collections.ConfigDict:
-  return ml_collections.ConfigDict({
-      "learning_rate": lr, "weight_decay": 0.0, "grad_clip": 1.0,
-      "clip_eps": 0.2, "kl_beta": 0.01,
+def optim(
+  lr: float, updates_per_step: int, micro_batch_size: int
+) -> ml_collections.ConfigDict:
+  return ml_collections.ConfigDict(
+    {
+      "learning_rate": lr,
+      "weight_decay": 0.0,
+      "grad_clip": 1.0,
+      "clip_eps": 0.2,
+      "kl_beta": 0.01,
       "updates_per_step": updates_per_step,
-      "micro_batch_size": micro_batch_size, "logprob_chunk": 128,
+      "micro_batch_size": micro_batch_size,
+      "logprob_chunk": 128,
       # The reference re-creates AdamW every RL step; we keep it by default.
       "reset_optimizer_each_step": False,
       # PPO early stopping: an RL step's remaining updates are skipped once
       # a mini-batch's KL to the behaviour policy exceeds 1.5 * target_kl
       # (0 = off, as the reference).
       "target_kl": 0.0,
-  })
+    }
+  )
 
 
 def base(name: str) -> ml_collections.ConfigDict:
@@ -25,19 +32,27 @@ def base(name: str) -> ml_collections.ConfigDict:
   c.preset = "default"
   c.seed = 0
   c.total_steps = 10
-  c.model = ml_collections.ConfigDict({
+  c.model = ml_collections.ConfigDict(
+    {
       # Empty dirs = the embedded default (warm-started tiny models).
-      "tokenizer_dir": "", "policy_dir": "", "reward_dir": "",
+      "tokenizer_dir": "",
+      "policy_dir": "",
+      "reward_dir": "",
       # Compute dtype; parameters (and AdamW state) stay in param_dtype:
       # at lr 1e-6 bf16 master weights would not move (docs/MEMORY_PLAN.md).
-      "dtype": "float32", "param_dtype": "float32", "remat": "none",
-  })
+      "dtype": "float32",
+      "param_dtype": "float32",
+      "remat": "none",
+    }
+  )
   c.mesh = ml_collections.ConfigDict({"data": 1, "fsdp": -1, "tensor": 1})
   c.checkpoint = ml_collections.ConfigDict({"every": 1, "keep": 2})
   return c
 
 
-def sampling(temperature: float, top_p: float = 1.0, greedy: bool = False
-             ) -> ml_collections.ConfigDict:
-  return ml_collections.ConfigDict({"temperature": temperature,
-                                    "top_p": top_p, "greedy": greedy})
+def sampling(
+  temperature: float, top_p: float = 1.0, greedy: bool = False
+) -> ml_collections.ConfigDict:
+  return ml_collections.ConfigDict(
+    {"temperature": temperature, "top_p": top_p, "greedy": greedy}
+  )

@@ -25,22 +25,34 @@ if _REPO not in sys.path:
 from absl import app, flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
-from launch.cli import enable_compilation_cache, log, \
-    resolve_config_arg  # noqa: E402
+from launch.cli import enable_compilation_cache, log, resolve_config_arg  # noqa: E402
 
 STAGES = {
-    "Policy": {"reward.use_judge_signal": False, "reward.train_rm": False,
-               "adaptation.enabled": False},
-    "+Judge": {"reward.use_judge_signal": True, "reward.train_rm": False,
-               "adaptation.enabled": False},
-    "+Reward": {"reward.use_judge_signal": True, "reward.train_rm": True,
-                "adaptation.enabled": False},
-    "+Env": {"reward.use_judge_signal": True, "reward.train_rm": True,
-             "adaptation.enabled": True},
+  "Policy": {
+    "reward.use_judge_signal": False,
+    "reward.train_rm": False,
+    "adaptation.enabled": False,
+  },
+  "+Judge": {
+    "reward.use_judge_signal": True,
+    "reward.train_rm": False,
+    "adaptation.enabled": False,
+  },
+  "+Reward": {
+    "reward.use_judge_signal": True,
+    "reward.train_rm": True,
+    "adaptation.enabled": False,
+  },
+  "+Env": {
+    "reward.use_judge_signal": True,
+    "reward.train_rm": True,
+    "adaptation.enabled": True,
+  },
 }
 
-_CONFIG = config_flags.DEFINE_config_file("config", None, "Base config.",
-                                          lock_config=False)
+_CONFIG = config_flags.DEFINE_config_file(
+  "config", None, "Base config.", lock_config=False
+)
 _SEEDS = flags.DEFINE_list("seeds", ["0"], "Seeds (one run per stage each).")
 _OUT = flags.DEFINE_string("out", "runs/ablation", "Output directory.")
 _STAGES = flags.DEFINE_list("stages", list(STAGES), "Stages to run.")
@@ -56,9 +68,14 @@ def _set(config, dotted: str, value) -> None:
 
 def main(argv):
   del argv
-  from rla_jax.metrics import (MetricsWriter, last_values,  # pylint: disable=import-outside-toplevel
-                               plot_ablation_curves, write_ablation_table)
+  from rla_jax.metrics import (
+    MetricsWriter,
+    last_values,  # pylint: disable=import-outside-toplevel
+    plot_ablation_curves,
+    write_ablation_table,
+  )
   from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
+
   enable_compilation_cache()
   base = _CONFIG.value
   results, curves = {"Before": []}, {}
@@ -66,8 +83,9 @@ def main(argv):
   t_start = time.time()
   unknown = [s for s in _STAGES.value if s not in STAGES]
   if unknown:
-    raise ValueError(f"--stages: unknown stage(s) {unknown}; known: "
-                     f"{list(STAGES)}")
+    raise ValueError(
+      f"--stages: unknown stage(s) {unknown}; known: {list(STAGES)}"
+    )
   for stage in _STAGES.value:
     results[stage], curves[stage] = [], []
     for seed in _SEEDS.value:
@@ -85,29 +103,35 @@ def main(argv):
       history = MetricsWriter.read_history(workdir)
       if seed not in before:
         if not history or not any(k.startswith("eval/") for k in history[0]):
-          raise RuntimeError(f"{workdir}: metrics row 0 has no evaluation "
-                             "before training (was eval.at_start off?)")
+          raise RuntimeError(
+            f"{workdir}: metrics row 0 has no evaluation "
+            "before training (was eval.at_start off?)"
+          )
         before[seed] = history[0]
-        results["Before"].append({k: v for k, v in history[0].items()
-                                  if k.startswith("eval/")})
+        results["Before"].append(
+          {k: v for k, v in history[0].items() if k.startswith("eval/")}
+        )
       elif not history or history[0].get("step") != 0:
         history = [before[seed]] + history
       curves[stage].append(history)
       results[stage].append(last_values(history))
   # Table and curves in Table-1 order, whatever order the stages ran in.
-  results = {"Before": results["Before"],
-             **{s: results[s] for s in STAGES if s in results}}
+  results = {
+    "Before": results["Before"],
+    **{s: results[s] for s in STAGES if s in results},
+  }
   curves = {s: curves[s] for s in STAGES if s in curves}
   os.makedirs(_OUT.value, exist_ok=True)
   table = write_ablation_table(results, os.path.join(_OUT.value, "table.md"))
-  plot_ablation_curves(curves, os.path.join(_OUT.value,
-                                            "ablation_curves.png"))
+  plot_ablation_curves(curves, os.path.join(_OUT.value, "ablation_curves.png"))
   command = " ".join(["python"] + sys.argv)
   with open(os.path.join(_OUT.value, "ABLATION.md"), "w") as f:
-    f.write(f"# Ablation ({base.name}:{base.preset})\n\n"
-            f"Command: `{command}`\n\nSeeds: {', '.join(_SEEDS.value)}; "
-            f"steps per run: {base.total_steps}; wall time "
-            f"{(time.time() - t_start) / 60:.1f} min.\n\n{table}\n")
+    f.write(
+      f"# Ablation ({base.name}:{base.preset})\n\n"
+      f"Command: `{command}`\n\nSeeds: {', '.join(_SEEDS.value)}; "
+      f"steps per run: {base.total_steps}; wall time "
+      f"{(time.time() - t_start) / 60:.1f} min.\n\n{table}\n"
+    )
   print(table)
 
 

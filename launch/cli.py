@@ -17,16 +17,20 @@ def resolve_config_arg(argv: list[str]) -> list[str]:
   out = []
   for arg in argv:
     if arg.startswith("--config="):
-      value = arg[len("--config="):]
+      value = arg[len("--config=") :]
       name, _, preset = value.partition(":")
       if not name.endswith(".py"):
         path = os.path.join(CONFIG_DIR, f"{name}.py")
         if not os.path.isfile(path):
-          known = sorted(f[:-3] for f in os.listdir(CONFIG_DIR)
-                         if f.endswith(".py") and f not in ("__init__.py",
-                                                            "common.py"))
-          raise SystemExit(f"error: unknown config {name!r}; known configs: "
-                           f"{', '.join(known)} (or a path to a .py file)")
+          known = sorted(
+            f[:-3]
+            for f in os.listdir(CONFIG_DIR)
+            if f.endswith(".py") and f not in ("__init__.py", "common.py")
+          )
+          raise SystemExit(
+            f"error: unknown config {name!r}; known configs: "
+            f"{', '.join(known)} (or a path to a .py file)"
+          )
         value = path + (f":{preset}" if preset else "")
       arg = "--config=" + value
     out.append(arg)
@@ -36,8 +40,11 @@ def resolve_config_arg(argv: list[str]) -> list[str]:
 def enable_compilation_cache() -> None:
   """Persistent XLA cache: restarts and resumed runs skip recompiling."""
   import jax  # pylint: disable=import-outside-toplevel
-  path = os.environ.get("RLA_JAX_XLA_CACHE", os.path.join(
-      os.path.expanduser("~"), ".cache", "rla_jax", "xla"))
+
+  path = os.environ.get(
+    "RLA_JAX_XLA_CACHE",
+    os.path.join(os.path.expanduser("~"), ".cache", "rla_jax", "xla"),
+  )
   if path:
     jax.config.update("jax_compilation_cache_dir", path)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
@@ -54,11 +61,17 @@ def fail(e: BaseException, key_error_prefix: str = "") -> None:
   """Prints one "error: ..." line and exits 2. A KeyError's message (also
   one wrapped in an AttributeError, as ml_collections raises for an unknown
   nested key) gets `key_error_prefix`."""
-  while isinstance(e, (KeyError, AttributeError)) and e.args and isinstance(
-      e.args[0], BaseException):
+  while (
+    isinstance(e, (KeyError, AttributeError))
+    and e.args
+    and isinstance(e.args[0], BaseException)
+  ):
     e = e.args[0]
-  msg = str(e.args[0]) if isinstance(e, (KeyError, AttributeError)) and e.args \
-      else str(e)
+  msg = (
+    str(e.args[0])
+    if isinstance(e, (KeyError, AttributeError)) and e.args
+    else str(e)
+  )
   lines = [line.strip() for line in msg.splitlines() if line.strip()]
   if "Traceback" in msg:  # ml_collections embeds the config's traceback
     lines = lines[-1:]
@@ -67,5 +80,3 @@ def fail(e: BaseException, key_error_prefix: str = "") -> None:
     msg = key_error_prefix + msg
   print(f"error: {msg}", file=sys.stderr, flush=True)
   sys.exit(2)
-
-

@@ -33,11 +33,11 @@ from rla_jax.models.config import QwenConfig
 from rla_jax.models.kv_cache import cache_logical_axes
 from rla_jax.models.qwen import Qwen
 
-GiB = 2 ** 30
+GiB = 2**30
 F32, BF16 = 4, 2
 USABLE_HBM_FRACTION = 0.90  # XLA/runtime reserve and fragmentation headroom
-TRAIN_MFU = 0.40            # model-FLOP utilisation for training and prefill
-DECODE_BW_UTIL = 0.70       # achieved / peak HBM bandwidth for decode
+TRAIN_MFU = 0.40  # model-FLOP utilisation for training and prefill
+DECODE_BW_UTIL = 0.70  # achieved / peak HBM bandwidth for decode
 # Bytes live per attention score (the einsum attention materialises them).
 # Calibrated against XLA GPU compiled memory of Qwen2.5-7B on one H200
 # (docs/MEMORY_PLAN_compiled_h200.jsonl): prefill measured ~6.2 B/score;
@@ -50,62 +50,115 @@ SCORE_BYTES_PREFILL = 6
 @dataclasses.dataclass(frozen=True)
 class Accelerator:
   """One chip kind: capacity, peak dense bf16 FLOP/s and HBM bandwidth."""
+
   name: str
   hbm_bytes: float
   bf16_flops: float
   hbm_bytes_per_s: float
   slice_chips: tuple[int, ...]  # slice sizes one can rent, in chips
-  slice_name: str               # format of the slice name, {n} = chips
+  slice_name: str  # format of the slice name, {n} = chips
   source: str
 
 
 ACCELERATORS = (
-    Accelerator("TPU v5e", 16 * GiB, 197e12, 819e9,
-                (1, 4, 8, 16, 32, 64, 128, 256), "v5litepod-{n}",
-                "cloud.google.com/tpu/docs/v5e: 16 GiB HBM2, 197 TF/s bf16, "
-                "819 GB/s"),
-    Accelerator("TPU v5p", 95 * GiB, 459e12, 2765e9,
-                (4, 8, 16, 32, 64, 128, 256), "v5p-{n2}",
-                "cloud.google.com/tpu/docs/v5p: 95 GiB HBM2e, 459 TF/s bf16, "
-                "2765 GB/s; slice name counts TensorCores (2 per chip)"),
-    Accelerator("TPU v6e", 32 * GiB, 918e12, 1640e9,
-                (1, 4, 8, 16, 32, 64, 128, 256), "v6e-{n}",
-                "cloud.google.com/tpu/docs/v6e: 32 GiB HBM, 918 TF/s bf16, "
-                "1640 GB/s"),
-    Accelerator("H100 80GB SXM", 81559 * 2**20, 989e12, 3.35e12,
-                (1, 2, 4, 8, 16, 32, 64), "{nodes}x8 H100",
-                "NVIDIA H100 SXM datasheet: 80 GB HBM3 (nvidia-smi: 81559 "
-                "MiB), 989 TF/s dense bf16 (1979 sparse), 3.35 TB/s"),
-    Accelerator("H200 141GB SXM", 143771 * 2**20, 989e12, 4.8e12,
-                (1, 2, 4, 8, 16, 32, 64), "{nodes}x8 H200",
-                "NVIDIA H200 datasheet: 141 GB HBM3e, 989 TF/s dense bf16, "
-                "4.8 TB/s (nvidia-smi shows 143771 MiB)"),
+  Accelerator(
+    "TPU v5e",
+    16 * GiB,
+    197e12,
+    819e9,
+    (1, 4, 8, 16, 32, 64, 128, 256),
+    "v5litepod-{n}",
+    "cloud.google.com/tpu/docs/v5e: 16 GiB HBM2, 197 TF/s bf16, 819 GB/s",
+  ),
+  Accelerator(
+    "TPU v5p",
+    95 * GiB,
+    459e12,
+    2765e9,
+    (4, 8, 16, 32, 64, 128, 256),
+    "v5p-{n2}",
+    "cloud.google.com/tpu/docs/v5p: 95 GiB HBM2e, 459 TF/s bf16, "
+    "2765 GB/s; slice name counts TensorCores (2 per chip)",
+  ),
+  Accelerator(
+    "TPU v6e",
+    32 * GiB,
+    918e12,
+    1640e9,
+    (1, 4, 8, 16, 32, 64, 128, 256),
+    "v6e-{n}",
+    "cloud.google.com/tpu/docs/v6e: 32 GiB HBM, 918 TF/s bf16, 1640 GB/s",
+  ),
+  Accelerator(
+    "H100 80GB SXM",
+    81559 * 2**20,
+    989e12,
+    3.35e12,
+    (1, 2, 4, 8, 16, 32, 64),
+    "{nodes}x8 H100",
+    "NVIDIA H100 SXM datasheet: 80 GB HBM3 (nvidia-smi: 81559 "
+    "MiB), 989 TF/s dense bf16 (1979 sparse), 3.35 TB/s",
+  ),
+  Accelerator(
+    "H200 141GB SXM",
+    143771 * 2**20,
+    989e12,
+    4.8e12,
+    (1, 2, 4, 8, 16, 32, 64),
+    "{nodes}x8 H200",
+    "NVIDIA H200 datasheet: 141 GB HBM3e, 989 TF/s dense bf16, "
+    "4.8 TB/s (nvidia-smi shows 143771 MiB)",
+  ),
 )
 
 
 def slice_label(acc: Accelerator, chips: int) -> str:
   if "{nodes}" in acc.slice_name:
-    return (f"{chips}x {acc.name.split()[0]}" if chips < 8 else
-            acc.slice_name.format(nodes=chips // 8))
+    return (
+      f"{chips}x {acc.name.split()[0]}"
+      if chips < 8
+      else acc.slice_name.format(nodes=chips // 8)
+    )
   return acc.slice_name.format(n=chips, n2=2 * chips)
 
 
 PRESETS = {
-    "qwen2.5-7b-instruct": QwenConfig(
-        model_type="qwen2", vocab_size=152064, hidden_size=3584,
-        intermediate_size=18944, num_layers=28, num_heads=28, num_kv_heads=4,
-        head_dim=128, tie_word_embeddings=False),
-    "qwen3-8b": QwenConfig(
-        model_type="qwen3", vocab_size=151936, hidden_size=4096,
-        intermediate_size=12288, num_layers=36, num_heads=32, num_kv_heads=8,
-        head_dim=128, tie_word_embeddings=False),
+  "qwen2.5-7b-instruct": QwenConfig(
+    model_type="qwen2",
+    vocab_size=152064,
+    hidden_size=3584,
+    intermediate_size=18944,
+    num_layers=28,
+    num_heads=28,
+    num_kv_heads=4,
+    head_dim=128,
+    tie_word_embeddings=False,
+  ),
+  "qwen3-8b": QwenConfig(
+    model_type="qwen3",
+    vocab_size=151936,
+    hidden_size=4096,
+    intermediate_size=12288,
+    num_layers=36,
+    num_heads=32,
+    num_kv_heads=8,
+    head_dim=128,
+    tie_word_embeddings=False,
+  ),
 }
 
 
 # The small config of the compiled checks (dims divide every mesh axis <= 8).
-SMALL = QwenConfig(model_type="qwen2", vocab_size=1024, hidden_size=256,
-                   intermediate_size=512, num_layers=4, num_heads=8,
-                   num_kv_heads=4, head_dim=32)
+SMALL = QwenConfig(
+  model_type="qwen2",
+  vocab_size=1024,
+  hidden_size=256,
+  intermediate_size=512,
+  num_layers=4,
+  num_heads=8,
+  num_kv_heads=4,
+  head_dim=32,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,14 +168,15 @@ class Workload:
   Token counts are the configured caps (upper bounds): every prompt at its
   max length, every response at its max generation length.
   """
+
   tasks: int = 16
   rollouts: int = 8
-  turns: int = 20               # mean interaction steps per trajectory
+  turns: int = 20  # mean interaction steps per trajectory
   policy_prompt: int = 2048
   policy_gen: int = 2048
   rm_prompt: int = 2048
   rm_gen: int = 4096
-  judgements: int = 3           # m RM samples per (trajectory, step)
+  judgements: int = 3  # m RM samples per (trajectory, step)
   micro_batch_per_device: int = 1
   remat: str = "full"
   logprob_chunk: int = 128
@@ -142,7 +196,8 @@ class Workload:
 def fake_mesh(data: int, fsdp: int, tensor: int):
   """An object with `.shape` only: all `logical_to_spec` reads."""
   return types.SimpleNamespace(
-      shape={"data": data, "fsdp": fsdp, "tensor": tensor})
+    shape={"data": data, "fsdp": fsdp, "tensor": tensor}
+  )
 
 
 # ------------------------------------------------------------ parameters
@@ -152,8 +207,13 @@ def abstract_params(cfg: QwenConfig) -> tuple:
   model = nnx.eval_shape(lambda: Qwen(cfg, rngs=nnx.Rngs(0)))
   out = []
   for path, var in nnx.to_flat_state(nnx.state(model, nnx.Param)):
-    out.append(("/".join(map(str, path)), tuple(var.get_value().shape),
-                tuple(var.logical_axes)))
+    out.append(
+      (
+        "/".join(map(str, path)),
+        tuple(var.get_value().shape),
+        tuple(var.logical_axes),
+      )
+    )
   return tuple(out)
 
 
@@ -199,18 +259,32 @@ def per_device_param_bytes(cfg, mesh, rules, itemsize: int) -> int:
   return per_device_param_elems(cfg, mesh, rules) * itemsize
 
 
-def kv_cache_bytes_per_device(cfg: QwenConfig, rows: int, slots: int, mesh,
-                              rules=shd.SAMPLE_RULES, itemsize=BF16) -> int:
+def kv_cache_bytes_per_device(
+  cfg: QwenConfig,
+  rows: int,
+  slots: int,
+  mesh,
+  rules=shd.SAMPLE_RULES,
+  itemsize=BF16,
+) -> int:
   """k and v, L buffers of [B, K, S, H] each (bf16), + valid [B, S] bool,
   per device."""
   axes = cache_logical_axes(cfg)
   kv_shape = (rows, cfg.num_kv_heads, slots, cfg.head_dim)
-  kv = math.prod(shard_shape(
-      kv_shape, shd.logical_to_spec(axes.k[0], kv_shape, mesh, rules),
-      mesh.shape))
-  valid = math.prod(shard_shape(
-      (rows, slots), shd.logical_to_spec(axes.valid, (rows, slots), mesh,
-                                         rules), mesh.shape))
+  kv = math.prod(
+    shard_shape(
+      kv_shape,
+      shd.logical_to_spec(axes.k[0], kv_shape, mesh, rules),
+      mesh.shape,
+    )
+  )
+  valid = math.prod(
+    shard_shape(
+      (rows, slots),
+      shd.logical_to_spec(axes.valid, (rows, slots), mesh, rules),
+      mesh.shape,
+    )
+  )
   return 2 * cfg.num_layers * kv * itemsize + valid
 
 
@@ -220,8 +294,9 @@ def _local(dim: int, size: int) -> int:
   return dim // size if dim % size == 0 else dim
 
 
-def train_activation_bytes(cfg: QwenConfig, b: int, T: int, tensor: int,
-                           remat: str, chunk: int = 128) -> dict[str, int]:
+def train_activation_bytes(
+  cfg: QwenConfig, b: int, T: int, tensor: int, remat: str, chunk: int = 128
+) -> dict[str, int]:
   """Activation bytes on one device for a micro-batch of b sequences of T.
 
   saved: what the layer scan keeps for the backward pass (L copies):
@@ -235,15 +310,22 @@ def train_activation_bytes(cfg: QwenConfig, b: int, T: int, tensor: int,
     [b,T,D] (f32 norm temporaries).
   head: chunked log-probs, 3 f32 [b, C, V] buffers + 2 f32 [b, T, D].
   """
-  D, F, H, L = (cfg.hidden_size, cfg.intermediate_size, cfg.head_dim,
-                cfg.num_layers)
+  D, F, H, L = (
+    cfg.hidden_size,
+    cfg.intermediate_size,
+    cfg.head_dim,
+    cfg.num_layers,
+  )
   N, K = _local(cfg.num_heads, tensor), _local(cfg.num_kv_heads, tensor)
   Fl, V = _local(F, tensor), _local(cfg.vocab_size, tensor)
   carry = b * T * D * BF16
   proj = b * T * ((N + 2 * K) * H + 2 * Fl + 2 * D) * BF16
   scores = b * N * T * T
-  saved = {"full": carry, "dots": carry + proj,
-           "none": carry + proj + scores * (F32 + BF16) + 2 * b * T * D * F32}
+  saved = {
+    "full": carry,
+    "dots": carry + proj,
+    "none": carry + proj + scores * (F32 + BF16) + 2 * b * T * D * F32,
+  }
   if remat not in saved:
     raise ValueError(f"remat must be one of {sorted(saved)}, got {remat!r}")
   layer = scores * SCORE_BYTES_TRAIN + b * T * Fl * 12 + b * T * D * 24
@@ -251,30 +333,41 @@ def train_activation_bytes(cfg: QwenConfig, b: int, T: int, tensor: int,
   return {"saved": L * saved[remat], "layer": layer, "head": head}
 
 
-def train_phase_bytes(cfg: QwenConfig, mesh, T: int, wl: Workload
-                      ) -> dict[str, int]:
+def train_phase_bytes(
+  cfg: QwenConfig, mesh, T: int, wl: Workload
+) -> dict[str, int]:
   """Per-device bytes while training one model (TRAIN_RULES mesh)."""
   p = per_device_param_elems(cfg, mesh, shd.TRAIN_RULES)
   tensor = mesh.shape["tensor"]
-  layer_params = (param_count(cfg) - 2 * cfg.vocab_size * cfg.hidden_size
-                  ) // cfg.num_layers
-  act = train_activation_bytes(cfg, wl.micro_batch_per_device, T, tensor,
-                               wl.remat, wl.logprob_chunk)
+  layer_params = (
+    param_count(cfg) - 2 * cfg.vocab_size * cfg.hidden_size
+  ) // cfg.num_layers
+  act = train_activation_bytes(
+    cfg, wl.micro_batch_per_device, T, tensor, wl.remat, wl.logprob_chunk
+  )
   return {
-      "params_f32": p * F32,
-      "adam_mu_nu_f32": 2 * p * F32,
-      "grads_f32_accum+micro": 2 * p * F32,
-      # fsdp all-gathers one layer's bf16 weights (x2: prefetch / backward)
-      # and the [D, V] unembedding for the log-prob head.
-      "gathered_bf16_weights": (2 * layer_params // tensor + _local(
-          cfg.vocab_size, tensor) * cfg.hidden_size) * BF16,
-      "activations": act["saved"] + act["layer"] + act["head"],
+    "params_f32": p * F32,
+    "adam_mu_nu_f32": 2 * p * F32,
+    "grads_f32_accum+micro": 2 * p * F32,
+    # fsdp all-gathers one layer's bf16 weights (x2: prefetch / backward)
+    # and the [D, V] unembedding for the log-prob head.
+    "gathered_bf16_weights": (
+      2 * layer_params // tensor
+      + _local(cfg.vocab_size, tensor) * cfg.hidden_size
+    )
+    * BF16,
+    "activations": act["saved"] + act["layer"] + act["head"],
   }
 
 
-def sample_phase_bytes(cfg: QwenConfig, mesh, rows: int, prompt: int,
-                       gen: int, prefill_rows: int | None = None
-                       ) -> dict[str, int]:
+def sample_phase_bytes(
+  cfg: QwenConfig,
+  mesh,
+  rows: int,
+  prompt: int,
+  gen: int,
+  prefill_rows: int | None = None,
+) -> dict[str, int]:
   """Per-device bytes while sampling (SAMPLE_RULES: weights TP-only).
 
   prefill transient: one layer of full-batch prefill, SCORE_BYTES_PREFILL
@@ -287,12 +380,14 @@ def sample_phase_bytes(cfg: QwenConfig, mesh, rows: int, prompt: int,
   r = -(-rows // dp)
   rp = r if prefill_rows is None else min(r, prefill_rows)
   N, Fl = _local(cfg.num_heads, tensor), _local(cfg.intermediate_size, tensor)
-  prefill = (rp * N * prompt * slots * SCORE_BYTES_PREFILL
-             + rp * prompt * Fl * 6 + rp * cfg.vocab_size * F32
-             + rp * prompt * slots)
+  prefill = (
+    rp * N * prompt * slots * SCORE_BYTES_PREFILL
+    + rp * prompt * Fl * 6
+    + rp * cfg.vocab_size * F32
+    + rp * prompt * slots
+  )
   return {
-      "weights_bf16": per_device_param_bytes(cfg, mesh, shd.SAMPLE_RULES,
-                                             BF16),
-      "kv_cache_bf16": kv_cache_bytes_per_device(cfg, dp * r, slots, mesh),
-      "prefill_transient": prefill,
+    "weights_bf16": per_device_param_bytes(cfg, mesh, shd.SAMPLE_RULES, BF16),
+    "kv_cache_bf16": kv_cache_bytes_per_device(cfg, dp * r, slots, mesh),
+    "prefill_transient": prefill,
   }

@@ -28,25 +28,37 @@ import sys
 
 def _args():
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  ap.add_argument("--devices", type=int, default=8,
-                  help="forced CPU device count; 0 = use the real backend")
-  ap.add_argument("--preset", default="small",
-                  help="'small' or a launch/memory_model.py PRESETS key")
+  ap.add_argument(
+    "--devices",
+    type=int,
+    default=8,
+    help="forced CPU device count; 0 = use the real backend",
+  )
+  ap.add_argument(
+    "--preset",
+    default="small",
+    help="'small' or a launch/memory_model.py PRESETS key",
+  )
   ap.add_argument("--mesh", default="1,4,2", help="data,fsdp,tensor")
   ap.add_argument("--seq", type=int, default=512, help="train sequence")
   ap.add_argument("--remat", default="full")
   ap.add_argument("--rows", type=int, default=16, help="prefill rows")
   ap.add_argument("--prompt", type=int, default=128)
   ap.add_argument("--gen", type=int, default=128)
-  ap.add_argument("--materialize", action="store_true",
-                  help="also build and shard the real model (small only)")
+  ap.add_argument(
+    "--materialize",
+    action="store_true",
+    help="also build and shard the real model (small only)",
+  )
   return ap.parse_args()
 
 
 ARGS = _args()
 if ARGS.devices > 0:
-  os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_"
-                             f"host_platform_device_count={ARGS.devices}")
+  os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_force_"
+    f"host_platform_device_count={ARGS.devices}"
+  )
   os.environ["JAX_PLATFORMS"] = "cpu"
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, _REPO)
@@ -59,8 +71,11 @@ from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
 
 from launch import memory_model as mm  # noqa: E402
 from rla_jax import sharding as shd  # noqa: E402
-from rla_jax.models.kv_cache import (cache_logical_axes, init_cache,  # noqa
-                                     is_axes)
+from rla_jax.models.kv_cache import (
+  cache_logical_axes,
+  init_cache,  # noqa
+  is_axes,
+)
 from rla_jax.models import unrolled  # noqa: E402
 from rla_jax.models.logprobs import sequence_logprobs  # noqa: E402
 from rla_jax.models.qwen import Qwen  # noqa: E402
@@ -71,32 +86,46 @@ SMALL = mm.SMALL
 
 def abstract_state(cfg, mesh, rules, param_dtype, dtype):
   """(graphdef, State of sharded ShapeDtypeStructs) via nnx.eval_shape."""
-  model = nnx.eval_shape(lambda: Qwen(cfg, rngs=nnx.Rngs(0), dtype=dtype,
-                                      param_dtype=param_dtype,
-                                      remat=ARGS.remat))
+  model = nnx.eval_shape(
+    lambda: Qwen(
+      cfg,
+      rngs=nnx.Rngs(0),
+      dtype=dtype,
+      param_dtype=param_dtype,
+      remat=ARGS.remat,
+    )
+  )
   graphdef, state = nnx.split(model)
 
   def place(var):
     v = var.get_value()
     spec = shd.logical_to_spec(var.logical_axes, v.shape, mesh, rules)
-    return var.replace(jax.ShapeDtypeStruct(v.shape, v.dtype,
-                                            sharding=NamedSharding(mesh, spec)))
-  return graphdef, jax.tree.map(place, state,
-                                is_leaf=lambda x: isinstance(x, nnx.Variable))
+    return var.replace(
+      jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=NamedSharding(mesh, spec))
+    )
+
+  return graphdef, jax.tree.map(
+    place, state, is_leaf=lambda x: isinstance(x, nnx.Variable)
+  )
 
 
 def stats(compiled) -> dict:
   m = compiled.memory_analysis()
-  keys = ("argument_size_in_bytes", "output_size_in_bytes",
-          "alias_size_in_bytes", "temp_size_in_bytes")
+  keys = (
+    "argument_size_in_bytes",
+    "output_size_in_bytes",
+    "alias_size_in_bytes",
+    "temp_size_in_bytes",
+  )
   out = {k.replace("_size_in_bytes", ""): int(getattr(m, k)) for k in keys}
   out["peak"] = out["argument"] + out["output"] - out["alias"] + out["temp"]
   return out
 
 
 def compiled_train(cfg, mesh) -> dict:
-  graphdef, params = abstract_state(cfg, mesh, shd.TRAIN_RULES, jnp.float32,
-                                    jnp.bfloat16)
+  graphdef, params = abstract_state(
+    cfg, mesh, shd.TRAIN_RULES, jnp.float32, jnp.bfloat16
+  )
   tx = optax.adamw(1e-6, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0)
   opt = jax.eval_shape(tx.init, params)
   p_leaves = jax.tree.leaves(params)
@@ -105,8 +134,13 @@ def compiled_train(cfg, mesh) -> dict:
   if len(o_leaves) != 1 + 2 * len(p_leaves):
     raise RuntimeError("unexpected AdamW state layout")
   o_sh = [repl] + [p.sharding for p in p_leaves] * 2
-  opt = jax.tree.unflatten(o_def, [jax.ShapeDtypeStruct(
-      l.shape, l.dtype, sharding=s) for l, s in zip(o_leaves, o_sh)])
+  opt = jax.tree.unflatten(
+    o_def,
+    [
+      jax.ShapeDtypeStruct(l.shape, l.dtype, sharding=s)
+      for l, s in zip(o_leaves, o_sh)
+    ],
+  )
   dp = mesh.shape["data"] * mesh.shape["fsdp"]
   batch_sh = shd.batch_sharding(mesh, shd.TRAIN_RULES)
   tokens = jax.ShapeDtypeStruct((dp, ARGS.seq), jnp.int32, sharding=batch_sh)
@@ -116,51 +150,82 @@ def compiled_train(cfg, mesh) -> dict:
     def loss_fn(p):
       lp = sequence_logprobs(nnx.merge(graphdef, p), tokens, mask)
       return -(lp * mask).sum() / mask.sum()
+
     loss, grads = jax.value_and_grad(loss_fn)(params)
     updates, opt_state = tx.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state, loss
 
   p_sh = jax.tree.map(lambda x: x.sharding, params)
   o_sh_tree = jax.tree.map(lambda x: x.sharding, opt)
-  step = jax.jit(train_step, out_shardings=(p_sh, o_sh_tree, repl),
-                 donate_argnums=(0, 1))
+  step = jax.jit(
+    train_step, out_shardings=(p_sh, o_sh_tree, repl), donate_argnums=(0, 1)
+  )
   got = stats(step.lower(params, opt, tokens, mask).compile())
   fake = mm.fake_mesh(*(mesh.shape[a] for a in shd.MESH_AXES))
   wl = mm.Workload(remat=ARGS.remat)
   est = mm.train_phase_bytes(cfg, fake, ARGS.seq, wl)
   est["grads_f32_micro"] = est.pop("grads_f32_accum+micro") // 2
-  return {"compiled": got, "analytical": est,
-          "analytical_args": est["params_f32"] + est["adam_mu_nu_f32"]
-          + 2 * dp * ARGS.seq * 4 // dp,
-          "analytical_temp": est["grads_f32_micro"]
-          + est["gathered_bf16_weights"] + est["activations"]}
+  return {
+    "compiled": got,
+    "analytical": est,
+    "analytical_args": est["params_f32"]
+    + est["adam_mu_nu_f32"]
+    + 2 * dp * ARGS.seq * 4 // dp,
+    "analytical_temp": est["grads_f32_micro"]
+    + est["gathered_bf16_weights"]
+    + est["activations"],
+  }
 
 
 def compiled_prefill(cfg, mesh) -> dict:
   """The sampler's own prefill program (`sampler._prefill`: layer-unrolled
   bf16 weight copy, per-layer bf16 cache), compiled on abstract inputs."""
-  graphdef, state = abstract_state(cfg, mesh, shd.SAMPLE_RULES,
-                                   jnp.bfloat16, jnp.bfloat16)
+  graphdef, state = abstract_state(
+    cfg, mesh, shd.SAMPLE_RULES, jnp.bfloat16, jnp.bfloat16
+  )
   model = nnx.merge(graphdef, state)
   shapes = jax.eval_shape(
-      lambda st: unrolled.unstack(nnx.merge(graphdef, st)), state)
+    lambda st: unrolled.unstack(nnx.merge(graphdef, st)), state
+  )
   params = jax.tree.map(
-      lambda axes, x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=(
-          NamedSharding(mesh, shd.logical_to_spec(axes, x.shape, mesh,
-                                                  shd.SAMPLE_RULES)))),
-      unrolled.logical_axes(model), shapes, is_leaf=is_axes)
+    lambda axes, x: jax.ShapeDtypeStruct(
+      x.shape,
+      x.dtype,
+      sharding=(
+        NamedSharding(
+          mesh, shd.logical_to_spec(axes, x.shape, mesh, shd.SAMPLE_RULES)
+        )
+      ),
+    ),
+    unrolled.logical_axes(model),
+    shapes,
+    is_leaf=is_axes,
+  )
   rows, slots = ARGS.rows, ARGS.prompt + ARGS.gen
   cache = jax.eval_shape(lambda: init_cache(cfg, rows, slots, jnp.bfloat16))
   cache = jax.tree.map(
-      lambda axes, x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=(
-          NamedSharding(mesh, shd.logical_to_spec(axes, x.shape, mesh,
-                                                  shd.SAMPLE_RULES)))),
-      cache_logical_axes(cfg), cache, is_leaf=is_axes)
+    lambda axes, x: jax.ShapeDtypeStruct(
+      x.shape,
+      x.dtype,
+      sharding=(
+        NamedSharding(
+          mesh, shd.logical_to_spec(axes, x.shape, mesh, shd.SAMPLE_RULES)
+        )
+      ),
+    ),
+    cache_logical_axes(cfg),
+    cache,
+    is_leaf=is_axes,
+  )
   batch_sh = shd.batch_sharding(mesh, shd.SAMPLE_RULES)
-  tokens = jax.ShapeDtypeStruct((rows, ARGS.prompt), jnp.int32,
-                                sharding=batch_sh)
-  got = stats(sampler._prefill.lower(cfg, jnp.dtype(jnp.bfloat16), params,
-                                     cache, tokens, tokens).compile())
+  tokens = jax.ShapeDtypeStruct(
+    (rows, ARGS.prompt), jnp.int32, sharding=batch_sh
+  )
+  got = stats(
+    sampler._prefill.lower(
+      cfg, jnp.dtype(jnp.bfloat16), params, cache, tokens, tokens
+    ).compile()
+  )
   fake = mm.fake_mesh(*(mesh.shape[a] for a in shd.MESH_AXES))
   est = mm.sample_phase_bytes(cfg, fake, rows, ARGS.prompt, ARGS.gen)
   return {"compiled": got, "analytical": est}
@@ -175,20 +240,28 @@ def real_param_shards(cfg, mesh) -> dict:
     for s in leaf.addressable_shards:
       per_device[s.device.id] += s.data.nbytes
   fake = mm.fake_mesh(*(mesh.shape[a] for a in shd.MESH_AXES))
-  return {"per_device": sorted(per_device.values()),
-          "analytical": mm.per_device_param_bytes(cfg, fake, shd.TRAIN_RULES,
-                                                  4),
-          "total": mm.param_count(cfg) * 4}
+  return {
+    "per_device": sorted(per_device.values()),
+    "analytical": mm.per_device_param_bytes(cfg, fake, shd.TRAIN_RULES, 4),
+    "total": mm.param_count(cfg) * 4,
+  }
 
 
 def main():
   cfg = SMALL if ARGS.preset == "small" else mm.PRESETS[ARGS.preset]
   sizes = [int(x) for x in ARGS.mesh.split(",")]
   mesh = shd.make_mesh(*sizes)
-  result = {"backend": jax.default_backend(), "devices": jax.device_count(),
-            "preset": ARGS.preset, "mesh": dict(mesh.shape), "seq": ARGS.seq,
-            "remat": ARGS.remat, "rows": ARGS.rows, "prompt": ARGS.prompt,
-            "gen": ARGS.gen}
+  result = {
+    "backend": jax.default_backend(),
+    "devices": jax.device_count(),
+    "preset": ARGS.preset,
+    "mesh": dict(mesh.shape),
+    "seq": ARGS.seq,
+    "remat": ARGS.remat,
+    "rows": ARGS.rows,
+    "prompt": ARGS.prompt,
+    "gen": ARGS.gen,
+  }
   if ARGS.materialize:
     result["params"] = real_param_shards(cfg, mesh)
   result["train"] = compiled_train(cfg, mesh)

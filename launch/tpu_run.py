@@ -23,15 +23,26 @@ if _REPO not in sys.path:
 from absl import app, flags, logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
-from launch.cli import (SETUP_ERRORS, enable_compilation_cache,  # noqa: E402
-                        fail, log, resolve_config_arg)
+from launch.cli import (
+  SETUP_ERRORS,
+  enable_compilation_cache,  # noqa: E402
+  fail,
+  log,
+  resolve_config_arg,
+)
 
 _CONFIG = config_flags.DEFINE_config_file(
-    "config", None, "Config: NAME[:PRESET] (configs/NAME.py) or a path.",
-    lock_config=True)
+  "config",
+  None,
+  "Config: NAME[:PRESET] (configs/NAME.py) or a path.",
+  lock_config=True,
+)
 _WORKDIR = flags.DEFINE_string(
-    "workdir", None, "Run directory (checkpoints, metrics, TensorBoard); "
-    "default runs/<config name>-<preset>.")
+  "workdir",
+  None,
+  "Run directory (checkpoints, metrics, TensorBoard); "
+  "default runs/<config name>-<preset>.",
+)
 
 
 def main(argv):
@@ -40,9 +51,11 @@ def main(argv):
   if config is None:
     raise app.UsageError("--config is required (e.g. --config=alfworld)")
   workdir = _WORKDIR.value or os.path.join(
-      _REPO, "runs", f"{config.name}-{config.preset}")
+    _REPO, "runs", f"{config.name}-{config.preset}"
+  )
   enable_compilation_cache()
   from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
+
   log(f"rla_jax: config {config.name}:{config.preset}, workdir {workdir}")
   try:
     loop = make_loop(config, workdir, log=log)

@@ -26,8 +26,9 @@ class CheckpointMismatch(ValueError):
 
 def fingerprint(d: dict) -> str:
   """Stable hash of the config fields that fix shapes and semantics."""
-  return hashlib.sha256(json.dumps(d, sort_keys=True, default=str)
-                        .encode()).hexdigest()[:16]
+  return hashlib.sha256(
+    json.dumps(d, sort_keys=True, default=str).encode()
+  ).hexdigest()[:16]
 
 
 class LoopCheckpointer:
@@ -36,16 +37,19 @@ class LoopCheckpointer:
   def __init__(self, workdir: str, *, max_to_keep: int = 2):
     self.directory = os.path.abspath(os.path.join(workdir, "checkpoints"))
     self.manager = ocp.CheckpointManager(
-        self.directory,
-        options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep,
-                                             create=True))
+      self.directory,
+      options=ocp.CheckpointManagerOptions(
+        max_to_keep=max_to_keep, create=True
+      ),
+    )
 
   def latest_step(self) -> int | None:
     return self.manager.latest_step()
 
   def read_meta(self, step: int) -> dict:
     restored = self.manager.restore(
-        step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
+      step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())
+    )
     return restored["meta"]
 
   def check_compatible(self, step: int, expected_fingerprint: str) -> dict:
@@ -55,10 +59,11 @@ class LoopCheckpointer:
     got = meta.get("config_fingerprint")
     if got != expected_fingerprint:
       raise CheckpointMismatch(
-          f"{self.directory}: checkpoint {step} was written with config "
-          f"fingerprint {got}, but the current config has "
-          f"{expected_fingerprint} (model shapes, tokenizer, environment or "
-          f"algorithm settings differ); use a new --workdir")
+        f"{self.directory}: checkpoint {step} was written with config "
+        f"fingerprint {got}, but the current config has "
+        f"{expected_fingerprint} (model shapes, tokenizer, environment or "
+        f"algorithm settings differ); use a new --workdir"
+      )
     return meta
 
   def save(self, step: int, trees: dict, meta: dict) -> None:
@@ -69,9 +74,12 @@ class LoopCheckpointer:
 
   def restore(self, step: int, like: dict) -> tuple[dict, dict]:
     """Restores trees shaped and sharded like `like` (and the meta)."""
-    args = {k: ocp.args.StandardRestore(
-        jax.tree.map(ocp.utils.to_shape_dtype_struct, v))
-            for k, v in like.items()}
+    args = {
+      k: ocp.args.StandardRestore(
+        jax.tree.map(ocp.utils.to_shape_dtype_struct, v)
+      )
+      for k, v in like.items()
+    }
     args["meta"] = ocp.args.JsonRestore()
     restored = self.manager.restore(step, args=ocp.args.Composite(**args))
     meta = restored["meta"]

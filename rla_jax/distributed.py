@@ -34,8 +34,9 @@ def is_multiprocess() -> bool:
   return jax.process_count() > 1
 
 
-def process_slice(n: int, process_index: int | None = None,
-                  process_count: int | None = None) -> slice:
+def process_slice(
+  n: int, process_index: int | None = None, process_count: int | None = None
+) -> slice:
   """This process's contiguous block of n work items.
 
   Process p of P owns items [p * n // P, (p + 1) * n // P): blocks differ in
@@ -72,8 +73,11 @@ def place(x, sharding: jax.sharding.Sharding) -> jax.Array:
   (Orbax then fails with "input arrays must have one shard each"), so that
   case goes through the host and `put_global`.
   """
-  if (sharding.is_fully_addressable or not isinstance(x, jax.Array)
-      or not x.is_fully_addressable):
+  if (
+    sharding.is_fully_addressable
+    or not isinstance(x, jax.Array)
+    or not x.is_fully_addressable
+  ):
     return jax.device_put(x, sharding)
   return put_global(np.asarray(x), sharding)
 
@@ -85,8 +89,10 @@ def to_host(tree: Any) -> Any:
   with shards on other processes are all-gathered (a collective: every
   process must call this with the same tree).
   """
-  if all(not isinstance(x, jax.Array) or x.is_fully_addressable
-         for x in jax.tree.leaves(tree)):
+  if all(
+    not isinstance(x, jax.Array) or x.is_fully_addressable
+    for x in jax.tree.leaves(tree)
+  ):
     return jax.device_get(tree)  # one batched transfer, as before
 
   def one(x):
@@ -95,6 +101,7 @@ def to_host(tree: Any) -> Any:
     if x.is_fully_replicated:
       return np.asarray(x.addressable_data(0))
     return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
   return jax.tree.map(one, tree)
 
 
@@ -107,12 +114,13 @@ def allgather_bytes(data: bytes) -> list[bytes]:
   """Every process's byte string, in process order (a collective)."""
   if not is_multiprocess():
     return [data]
-  sizes = multihost_utils.process_allgather(
-      np.asarray([len(data)], np.int64))[:, 0]
+  sizes = multihost_utils.process_allgather(np.asarray([len(data)], np.int64))[
+    :, 0
+  ]
   buf = np.zeros(_bucket(int(sizes.max())), np.uint8)
-  buf[:len(data)] = np.frombuffer(data, np.uint8)
+  buf[: len(data)] = np.frombuffer(data, np.uint8)
   rows = multihost_utils.process_allgather(buf)
-  return [rows[p, :int(sizes[p])].tobytes() for p in range(len(sizes))]
+  return [rows[p, : int(sizes[p])].tobytes() for p in range(len(sizes))]
 
 
 def allgather_objects(obj: T) -> list[T]:
@@ -122,8 +130,12 @@ def allgather_objects(obj: T) -> list[T]:
   """
   if not is_multiprocess():
     return [obj]
-  return [pickle.loads(b) for b in allgather_bytes(
-      pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))]
+  return [
+    pickle.loads(b)
+    for b in allgather_bytes(
+      pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    )
+  ]
 
 
 def allgather_lists(items: Sequence[T]) -> list[T]:
@@ -137,8 +149,9 @@ def global_any(flag: bool) -> bool:
   """True if `flag` is True on any process (a collective)."""
   if not is_multiprocess():
     return bool(flag)
-  return bool(multihost_utils.process_allgather(
-      np.asarray([bool(flag)], np.bool_)).any())
+  return bool(
+    multihost_utils.process_allgather(np.asarray([bool(flag)], np.bool_)).any()
+  )
 
 
 def fingerprint(*arrays) -> int:
@@ -164,6 +177,7 @@ def assert_same_on_all_processes(what: str, *arrays) -> None:
   got = multihost_utils.process_allgather(h)[:, 0]
   if (got != got[0]).any():
     raise RuntimeError(
-        f"{what}: processes passed different host inputs (checksums by "
-        f"process: {got.tolist()}); every process must call with the same "
-        f"global data")
+      f"{what}: processes passed different host inputs (checksums by "
+      f"process: {got.tolist()}); every process must call with the same "
+      f"global data"
+    )

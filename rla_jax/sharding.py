@@ -27,23 +27,31 @@ MESH_AXES = ("data", "fsdp", "tensor")
 Rules = Sequence[tuple[str, str | tuple[str, ...] | None]]
 
 TRAIN_RULES: Rules = (
-    ("batch", ("data", "fsdp")),
-    ("embed", "fsdp"),
-    ("heads", "tensor"),
-    ("kv_heads", "tensor"),
-    ("mlp", "tensor"),
-    ("vocab", "tensor"),
-    ("layers", None), ("head_dim", None), ("norm", None),
-    ("cache_slots", None), ("length", None),
+  ("batch", ("data", "fsdp")),
+  ("embed", "fsdp"),
+  ("heads", "tensor"),
+  ("kv_heads", "tensor"),
+  ("mlp", "tensor"),
+  ("vocab", "tensor"),
+  ("layers", None),
+  ("head_dim", None),
+  ("norm", None),
+  ("cache_slots", None),
+  ("length", None),
 )
 
 SAMPLE_RULES: Rules = tuple(
-    (name, None) if name == "embed" else (name, axes)
-    for name, axes in TRAIN_RULES)
+  (name, None) if name == "embed" else (name, axes)
+  for name, axes in TRAIN_RULES
+)
 
 
-def make_mesh(data: int = 1, fsdp: int = -1, tensor: int = 1,
-              devices: Sequence[jax.Device] | None = None) -> Mesh:
+def make_mesh(
+  data: int = 1,
+  fsdp: int = -1,
+  tensor: int = 1,
+  devices: Sequence[jax.Device] | None = None,
+) -> Mesh:
   """A ("data", "fsdp", "tensor") mesh; one size may be -1 (the rest)."""
   devices = list(devices if devices is not None else jax.devices())
   sizes = [data, fsdp, tensor]
@@ -52,25 +60,31 @@ def make_mesh(data: int = 1, fsdp: int = -1, tensor: int = 1,
   known = math.prod(s for s in sizes if s != -1)
   if -1 in sizes:
     if len(devices) % known:
-      raise ValueError(f"{len(devices)} devices do not divide by mesh "
-                       f"sizes {sizes}")
+      raise ValueError(
+        f"{len(devices)} devices do not divide by mesh sizes {sizes}"
+      )
     sizes[sizes.index(-1)] = len(devices) // known
   if math.prod(sizes) != len(devices):
-    raise ValueError(f"mesh {dict(zip(MESH_AXES, sizes))} needs "
-                     f"{math.prod(sizes)} devices, have {len(devices)}")
+    raise ValueError(
+      f"mesh {dict(zip(MESH_AXES, sizes))} needs "
+      f"{math.prod(sizes)} devices, have {len(devices)}"
+    )
   return Mesh(np.array(devices).reshape(sizes), MESH_AXES)
 
 
-def logical_to_spec(axes: Sequence[str | None], shape: Sequence[int],
-                    mesh: Mesh, rules: Rules) -> P:
+def logical_to_spec(
+  axes: Sequence[str | None], shape: Sequence[int], mesh: Mesh, rules: Rules
+) -> P:
   """PartitionSpec for a value with the given logical axes and shape."""
   table = dict(rules)
   used: set[str] = set()
   spec = []
   for name, dim in zip(axes, shape):
     if name is not None and name not in table:
-      raise KeyError(f"no sharding rule for logical axis {name!r}; "
-                     f"rules cover {sorted(table)}")
+      raise KeyError(
+        f"no sharding rule for logical axis {name!r}; "
+        f"rules cover {sorted(table)}"
+      )
     target = table.get(name) if name is not None else None
     targets = (target,) if isinstance(target, str) else tuple(target or ())
     kept = []
@@ -82,28 +96,32 @@ def logical_to_spec(axes: Sequence[str | None], shape: Sequence[int],
         continue
       kept.append(ax)
     used.update(kept)
-    spec.append(None if not kept else kept[0] if len(kept) == 1
-                else tuple(kept))
+    spec.append(
+      None if not kept else kept[0] if len(kept) == 1 else tuple(kept)
+    )
   return P(*spec)
 
 
-def param_sharding_fn(mesh: Mesh, rules: Rules
-                      ) -> Callable[[Sequence[str], Sequence[int]],
-                                    NamedSharding]:
+def param_sharding_fn(
+  mesh: Mesh, rules: Rules
+) -> Callable[[Sequence[str], Sequence[int]], NamedSharding]:
   """(logical_axes, shape) -> NamedSharding, as `load_qwen` expects."""
   return lambda axes, shape: NamedSharding(
-      mesh, logical_to_spec(axes, shape, mesh, rules))
+    mesh, logical_to_spec(axes, shape, mesh, rules)
+  )
 
 
 def state_shardings(state: nnx.State, mesh: Mesh, rules: Rules):
   """A pytree of NamedShardings matching an nnx.State of logical Params."""
+
   def one(var):
     value = var.get_value()
     axes = getattr(var, "logical_axes", None) or (None,) * np.ndim(value)
-    return var.replace(NamedSharding(
-        mesh, logical_to_spec(axes, np.shape(value), mesh, rules)))
-  return jax.tree.map(one, state,
-                      is_leaf=lambda x: isinstance(x, nnx.Variable))
+    return var.replace(
+      NamedSharding(mesh, logical_to_spec(axes, np.shape(value), mesh, rules))
+    )
+
+  return jax.tree.map(one, state, is_leaf=lambda x: isinstance(x, nnx.Variable))
 
 
 def shard_module(module: nnx.Module, mesh: Mesh, rules: Rules) -> nnx.Module:
@@ -113,11 +131,15 @@ def shard_module(module: nnx.Module, mesh: Mesh, rules: Rules) -> nnx.Module:
   onto a mesh that spans processes.
   """
   from rla_jax.distributed import place  # pylint: disable=import-outside-toplevel
+
   graphdef, state = nnx.split(module)
   shardings = state_shardings(state, mesh, rules)
   state = jax.tree.map(
-      lambda v, s: v.replace(place(v.get_value(), s.get_value())),
-      state, shardings, is_leaf=lambda x: isinstance(x, nnx.Variable))
+    lambda v, s: v.replace(place(v.get_value(), s.get_value())),
+    state,
+    shardings,
+    is_leaf=lambda x: isinstance(x, nnx.Variable),
+  )
   return nnx.merge(graphdef, state)
 
 
@@ -140,13 +162,18 @@ def maybe_initialize_distributed() -> None:
     return
   if "JAX_COORDINATOR_ADDRESS" in env:
     jax.distributed.initialize(
-        coordinator_address=env["JAX_COORDINATOR_ADDRESS"],
-        num_processes=int(env["JAX_NUM_PROCESSES"]),
-        process_id=int(env["JAX_PROCESS_ID"]))
+      coordinator_address=env["JAX_COORDINATOR_ADDRESS"],
+      num_processes=int(env["JAX_NUM_PROCESSES"]),
+      process_id=int(env["JAX_PROCESS_ID"]),
+    )
   elif env.get("RLA_JAX_DISTRIBUTED") == "1":
     jax.distributed.initialize()
   else:
     return
-  logging.info("jax.distributed: process %d of %d, %d local / %d global "
-               "devices", jax.process_index(), jax.process_count(),
-               jax.local_device_count(), jax.device_count())
+  logging.info(
+    "jax.distributed: process %d of %d, %d local / %d global devices",
+    jax.process_index(),
+    jax.process_count(),
+    jax.local_device_count(),
+    jax.device_count(),
+  )

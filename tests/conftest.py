@@ -15,19 +15,36 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 import pytest  # noqa: E402
 
 
-def build_hf_checkpoint(path: str, model_type: str, *, tie: bool,
-                        num_heads: int = 6, num_kv_heads: int = 2,
-                        vocab: int = 300, hidden: int = 48, layers: int = 2,
-                        seed: int = 0, max_shard_size: str | None = None,
-                        v4_config: bool = False) -> str:
+def build_hf_checkpoint(
+  path: str,
+  model_type: str,
+  *,
+  tie: bool,
+  num_heads: int = 6,
+  num_kv_heads: int = 2,
+  vocab: int = 300,
+  hidden: int = 48,
+  layers: int = 2,
+  seed: int = 0,
+  max_shard_size: str | None = None,
+  v4_config: bool = False,
+) -> str:
   """Saves a random HF Qwen2/Qwen3 model with non-trivial norms/biases."""
   import json  # pylint: disable=import-outside-toplevel
   import torch  # pylint: disable=import-outside-toplevel
   import transformers  # pylint: disable=import-outside-toplevel
-  common = dict(vocab_size=vocab, hidden_size=hidden, intermediate_size=96,
-                num_hidden_layers=layers, num_attention_heads=num_heads,
-                num_key_value_heads=num_kv_heads, max_position_embeddings=512,
-                tie_word_embeddings=tie, rope_theta=10000.0)
+
+  common = dict(
+    vocab_size=vocab,
+    hidden_size=hidden,
+    intermediate_size=96,
+    num_hidden_layers=layers,
+    num_attention_heads=num_heads,
+    num_key_value_heads=num_kv_heads,
+    max_position_embeddings=512,
+    tie_word_embeddings=tie,
+    rope_theta=10000.0,
+  )
   if model_type == "qwen2":
     cfg = transformers.Qwen2Config(**common)
   else:
@@ -57,17 +74,22 @@ def hf_logits(path: str, tokens, mask):
   import numpy as np  # pylint: disable=import-outside-toplevel
   import torch  # pylint: disable=import-outside-toplevel
   import transformers  # pylint: disable=import-outside-toplevel
+
   model = transformers.AutoModelForCausalLM.from_pretrained(
-      path, dtype=torch.float32).eval()
+    path, dtype=torch.float32
+  ).eval()
   pos = np.maximum(np.cumsum(mask, 1) - 1, 0)
   with torch.no_grad():
-    out = model(input_ids=torch.tensor(tokens),
-                attention_mask=torch.tensor(mask),
-                position_ids=torch.tensor(pos))
+    out = model(
+      input_ids=torch.tensor(tokens),
+      attention_mask=torch.tensor(mask),
+      position_ids=torch.tensor(pos),
+    )
   return out.logits.numpy()
 
 
 @pytest.fixture(scope="session")
 def tiny_qwen3_dir(tmp_path_factory):
-  return build_hf_checkpoint(str(tmp_path_factory.mktemp("qwen3")), "qwen3",
-                             tie=True)
+  return build_hf_checkpoint(
+    str(tmp_path_factory.mktemp("qwen3")), "qwen3", tie=True
+  )

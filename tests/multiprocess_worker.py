@@ -35,22 +35,33 @@ def _init_distributed() -> None:
   jax.config.update("jax_cpu_collectives_implementation", "gloo")
   if "JAX_COORDINATOR_ADDRESS" in os.environ:
     jax.distributed.initialize(
-        coordinator_address=os.environ["JAX_COORDINATOR_ADDRESS"],
-        num_processes=int(os.environ["JAX_NUM_PROCESSES"]),
-        process_id=int(os.environ["JAX_PROCESS_ID"]),
-        initialization_timeout=90, heartbeat_timeout_seconds=30)
+      coordinator_address=os.environ["JAX_COORDINATOR_ADDRESS"],
+      num_processes=int(os.environ["JAX_NUM_PROCESSES"]),
+      process_id=int(os.environ["JAX_PROCESS_ID"]),
+      initialization_timeout=90,
+      heartbeat_timeout_seconds=30,
+    )
 
 
 def _learner_model():
   from rla_jax.models import QwenConfig  # pylint: disable=import-outside-toplevel
-  return QwenConfig("qwen3", vocab_size=211, hidden_size=64,
-                    intermediate_size=128, num_layers=2, num_heads=4,
-                    num_kv_heads=2, head_dim=16)
+
+  return QwenConfig(
+    "qwen3",
+    vocab_size=211,
+    hidden_size=64,
+    intermediate_size=128,
+    num_layers=2,
+    num_heads=4,
+    num_kv_heads=2,
+    head_dim=16,
+  )
 
 
 def _flat_params(state, prefix: str) -> dict[str, np.ndarray]:
   from flax import nnx  # pylint: disable=import-outside-toplevel
   from rla_jax import distributed  # pylint: disable=import-outside-toplevel
+
   out = {}
   for path, value in nnx.to_flat_state(state):
     arr = value.get_value() if hasattr(value, "get_value") else value
@@ -66,32 +77,49 @@ def learner_updates() -> dict[str, np.ndarray]:
   from rla_jax.models import Qwen  # pylint: disable=import-outside-toplevel
   from rla_jax.rl.trainer import Learner, OptimConfig, Sample  # pylint: disable=import-outside-toplevel
   from rla_jax.sampling.sampler import Sampler  # pylint: disable=import-outside-toplevel
+
   rng = np.random.RandomState(0)
   samples = []
   for i in range(24):
     prompt = list(map(int, rng.randint(3, 211, size=3 + i % 17)))
     n = 4 + i % 5
-    samples.append(Sample(prompt, list(map(int, rng.randint(3, 211, size=n))),
-                          -rng.uniform(0.5, 5.0, size=n).astype(np.float32),
-                          float(rng.randn())))
+    samples.append(
+      Sample(
+        prompt,
+        list(map(int, rng.randint(3, 211, size=n))),
+        -rng.uniform(0.5, 5.0, size=n).astype(np.float32),
+        float(rng.randn()),
+      )
+    )
   mesh = shd.make_mesh(1, -1, 1)
-  learner = Learner(Qwen(_learner_model(), rngs=nnx.Rngs(0)),
-                    OptimConfig(learning_rate=1e-3, eps=1e-5,
-                                micro_batch_size=4, max_seq_len=64),
-                    mesh=mesh)
+  learner = Learner(
+    Qwen(_learner_model(), rngs=nnx.Rngs(0)),
+    OptimConfig(
+      learning_rate=1e-3, eps=1e-5, micro_batch_size=4, max_seq_len=64
+    ),
+    mesh=mesh,
+  )
   # 3 updates of 8 samples: 2 micro-batches of 4 rows, accumulated
   metrics = [learner.update(samples[i::3]) for i in range(3)]
   out = _flat_params(learner.state, "learner/")
   out["learner_metrics"] = np.asarray(
-      [[m[k] for k in ("loss", "grad_norm", "num_samples")] for m in metrics])
+    [[m[k] for k in ("loss", "grad_norm", "num_samples")] for m in metrics]
+  )
   # Sampling from the trained, cross-process parameters (resharded to the
   # sampling rules), with temperature and top-p.
-  sampler = Sampler(learner.model(), max_prompt_len=32, max_new_tokens=6,
-                    stop_token_ids=[7], mesh=mesh)
-  gen = sampler.generate([s.prompt for s in samples[:5]], seed=3,
-                         temperature=1.0, top_p=0.9)
-  out["sample_tokens"] = np.asarray([t + [-1] * (6 - len(t))
-                                     for t in gen.tokens])
+  sampler = Sampler(
+    learner.model(),
+    max_prompt_len=32,
+    max_new_tokens=6,
+    stop_token_ids=[7],
+    mesh=mesh,
+  )
+  gen = sampler.generate(
+    [s.prompt for s in samples[:5]], seed=3, temperature=1.0, top_p=0.9
+  )
+  out["sample_tokens"] = np.asarray(
+    [t + [-1] * (6 - len(t)) for t in gen.tokens]
+  )
   out["sample_logprobs"] = np.concatenate(gen.logprobs)
   return out
 
@@ -104,11 +132,19 @@ def _record_rollouts() -> dict:
   of every environment this process created.
   """
   from rla_jax.rl import alfworld_loop, alfworld_rollout  # pylint: disable=import-outside-toplevel
-  rec = {"env_batch_sizes": [], "tokens": [], "logprobs": [], "actions": [],
-         "scores": []}
-  make_env, rollout, judge = (alfworld_rollout.make_env,
-                              alfworld_loop.rollout_episodes,
-                              alfworld_loop.judge_episodes)
+
+  rec = {
+    "env_batch_sizes": [],
+    "tokens": [],
+    "logprobs": [],
+    "actions": [],
+    "scores": [],
+  }
+  make_env, rollout, judge = (
+    alfworld_rollout.make_env,
+    alfworld_loop.rollout_episodes,
+    alfworld_loop.judge_episodes,
+  )
 
   def recording_make_env(backend, batch_size, **kw):
     rec["env_batch_sizes"].append(batch_size)
@@ -138,10 +174,13 @@ def closed_loop(models: str, workdir: str) -> dict[str, np.ndarray]:
   """Two RL steps of the ALFWorld loop; parameters and metrics history."""
   from configs import alfworld  # pylint: disable=import-outside-toplevel
   from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
+
   c = alfworld.get_config("smoke")
-  c.model.update(tokenizer_dir=os.path.join(models, "tok"),
-                 policy_dir=os.path.join(models, "policy"),
-                 reward_dir=os.path.join(models, "reward"))
+  c.model.update(
+    tokenizer_dir=os.path.join(models, "tok"),
+    policy_dir=os.path.join(models, "policy"),
+    reward_dir=os.path.join(models, "reward"),
+  )
   c.rollout.update(max_prompt_len=1024, max_new_tokens=8)
   c.reward.update(max_new_tokens=8, m=2, judge_batch=8)
   c.env.update(max_steps=3, history_steps=0, rollouts_per_task=2)
@@ -150,16 +189,19 @@ def closed_loop(models: str, workdir: str) -> dict[str, np.ndarray]:
   recorded = _record_rollouts()
   loop = make_loop(c, workdir, log=lambda msg: None)
   history = loop.run()
-  out = {"env_batch_sizes": np.asarray(recorded["env_batch_sizes"]),
-         "rollout_tokens": np.asarray(recorded["tokens"], np.int64),
-         "rollout_logprobs": np.asarray(recorded["logprobs"], np.float64),
-         "rollout_actions": np.asarray(json.dumps(recorded["actions"])),
-         "judge_scores": np.concatenate(recorded["scores"] or [[]])}
+  out = {
+    "env_batch_sizes": np.asarray(recorded["env_batch_sizes"]),
+    "rollout_tokens": np.asarray(recorded["tokens"], np.int64),
+    "rollout_logprobs": np.asarray(recorded["logprobs"], np.float64),
+    "rollout_actions": np.asarray(json.dumps(recorded["actions"])),
+    "judge_scores": np.concatenate(recorded["scores"] or [[]]),
+  }
   for role, learner in loop.learners.items():
     out.update(_flat_params(learner.state, f"loop/{role}/"))
-  keep = [{k: v for k, v in row.items()
-           if k != "time" and not k.startswith("time/")}
-          for row in history]
+  keep = [
+    {k: v for k, v in row.items() if k != "time" and not k.startswith("time/")}
+    for row in history
+  ]
   out["loop_history"] = np.asarray(json.dumps(keep, sort_keys=True))
   return out
 

@@ -1,10 +1,14 @@
 """Searching expert: blind fetches become a search of the room listing; it still wins."""
+
 import numpy as np
 import pytest
 
 from rla_jax.envs.alfworld import generate_split, next_action
 from rla_jax.envs.alfworld.expert import compiled, replay
-from rla_jax.envs.alfworld.search_expert import is_blind_fetch, search_next_action
+from rla_jax.envs.alfworld.search_expert import (
+  is_blind_fetch,
+  search_next_action,
+)
 from rla_jax.warmstart import demos
 
 
@@ -22,10 +26,14 @@ def _play(game, act, limit=50):
 
 def test_blind_fetch_classification():
   assert is_blind_fetch(["go to cabinet 2", "take mug 1 from cabinet 2"])
-  assert is_blind_fetch(["go to drawer 1", "open drawer 1", "take pen 1 from drawer 1"])
+  assert is_blind_fetch(
+    ["go to drawer 1", "open drawer 1", "take pen 1 from drawer 1"]
+  )
   assert is_blind_fetch(["go to desk 1", "use desklamp 1"])
   # going to a listed appliance or goal, or fetching from elsewhere, is not blind
-  assert not is_blind_fetch(["go to sinkbasin 1", "clean mug 1 with sinkbasin 1"])
+  assert not is_blind_fetch(
+    ["go to sinkbasin 1", "clean mug 1 with sinkbasin 1"]
+  )
   assert not is_blind_fetch(["go to shelf 1", "move mug 1 to shelf 1"])
   assert not is_blind_fetch(["go to drawer 1", "open drawer 1"])
   assert not is_blind_fetch(["go to desk 1", "take pen 1 from drawer 1"])
@@ -70,15 +78,21 @@ def test_search_moves_walk_the_room_listing():
         assert a == f"go to {listing[0]}"
         starts += 1
       else:
-        assert a == f"go to {listing[(listing.index(here[0]) + 1) % len(listing)]}"
+        assert (
+          a == f"go to {listing[(listing.index(here[0]) + 1) % len(listing)]}"
+        )
   assert departures >= 20 and starts >= 10  # most games hide the object
 
 
 def test_demo_rollouts_use_the_chosen_expert():
   games = generate_split("train", 6, seed=3, room_size="small")
-  eps = demos.noisy_expert_rollouts(games, 0.0, np.random.default_rng(0), 30, "search")
+  eps = demos.noisy_expert_rollouts(
+    games, 0.0, np.random.default_rng(0), 30, "search"
+  )
   for ep in eps:
     assert ep.won
     assert ep.actions == _play(ep.game, search_next_action)[0]
   with pytest.raises(ValueError, match="demo expert"):
-    demos.noisy_expert_rollouts(games, 0.0, np.random.default_rng(0), 30, "psychic")
+    demos.noisy_expert_rollouts(
+      games, 0.0, np.random.default_rng(0), 30, "psychic"
+    )

@@ -14,21 +14,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(ROOT, "launch", "tpu_run.py")
 
 CASES = {
-    # Accuracy bands opened so the smoke models (which rarely win in 4
-    # steps) still produce policy and judge updates that a resume must
-    # restore exactly.
-    "alfworld": ["--config=alfworld:smoke", "--config.total_steps=3",
-                 "--config.reward.policy_band=(0.0,1.0)",
-                 "--config.reward.rm_band=(0.0,1.0)"],
-    "coding": ["--config=coding:smoke", "--config.total_steps=3"],
+  # Accuracy bands opened so the smoke models (which rarely win in 4
+  # steps) still produce policy and judge updates that a resume must
+  # restore exactly.
+  "alfworld": [
+    "--config=alfworld:smoke",
+    "--config.total_steps=3",
+    "--config.reward.policy_band=(0.0,1.0)",
+    "--config.reward.rm_band=(0.0,1.0)",
+  ],
+  "coding": ["--config=coding:smoke", "--config.total_steps=3"],
 }
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
   cache = tmp_path_factory.mktemp("cache")
-  return {**os.environ, "RLA_JAX_CACHE": str(cache / "models"),
-          "RLA_JAX_XLA_CACHE": str(cache / "xla")}
+  return {
+    **os.environ,
+    "RLA_JAX_CACHE": str(cache / "models"),
+    "RLA_JAX_XLA_CACHE": str(cache / "xla"),
+  }
 
 
 def _cmd(case, workdir):
@@ -39,20 +45,33 @@ def _rows(workdir):
   """metrics.jsonl without wall-clock fields."""
   with open(os.path.join(workdir, "metrics.jsonl")) as f:
     rows = [json.loads(line) for line in f]
-  return [{k: v for k, v in r.items() if k != "time" and
-           not k.startswith("time/")} for r in rows]
+  return [
+    {k: v for k, v in r.items() if k != "time" and not k.startswith("time/")}
+    for r in rows
+  ]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
-    case, env, tmp_path):
+  case, env, tmp_path
+):
   full = str(tmp_path / "full")
-  proc = subprocess.run(_cmd(case, full), env=env, capture_output=True,
-                        text=True, timeout=600, cwd=ROOT)
+  proc = subprocess.run(
+    _cmd(case, full),
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=600,
+    cwd=ROOT,
+  )
   assert proc.returncode == 0, proc.stderr[-3000:]
-  for path in ("metrics.jsonl", "summary.md", "learning_curves.png",
-               "checkpoints/2"):
+  for path in (
+    "metrics.jsonl",
+    "summary.md",
+    "learning_curves.png",
+    "checkpoints/2",
+  ):
     assert os.path.exists(os.path.join(full, path)), path
   events = os.listdir(os.path.join(full, "tensorboard"))
   assert any(e.startswith("events.out.tfevents") for e in events)
@@ -63,9 +82,13 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
     assert reference[1]["reward/updates"] >= 1
 
   killed = str(tmp_path / "killed")
-  child = subprocess.Popen(_cmd(case, killed), env=env, cwd=ROOT,
-                           stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+  child = subprocess.Popen(
+    _cmd(case, killed),
+    env=env,
+    cwd=ROOT,
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.DEVNULL,
+  )
   first_ckpt = os.path.join(killed, "checkpoints", "0")
   deadline = time.time() + 600
   while not os.path.isdir(first_ckpt) and child.poll() is None:
@@ -75,8 +98,14 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
   assert child.wait(timeout=60) == -signal.SIGKILL, "run ended before kill"
   assert not os.path.isdir(os.path.join(killed, "checkpoints", "2"))
 
-  resumed = subprocess.run(_cmd(case, killed), env=env, capture_output=True,
-                           text=True, timeout=600, cwd=ROOT)
+  resumed = subprocess.run(
+    _cmd(case, killed),
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=600,
+    cwd=ROOT,
+  )
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "resumed from checkpoint step" in resumed.stderr
   assert _rows(killed) == reference
@@ -84,15 +113,18 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
 
 @pytest.mark.slow
 def test_judge_reference_is_the_base_policys_without_eval_at_start(
-    env, tmp_path, monkeypatch):
+  env, tmp_path, monkeypatch
+):
   """The judge's reference trajectories are the base policy's OOD episodes,
   whether an evaluation runs before training or not (the ablation's later
   stages skip it), so RM accuracies of different stages are paired."""
   from configs import alfworld  # pylint: disable=import-outside-toplevel
   from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
+
   monkeypatch.setenv("RLA_JAX_CACHE", env["RLA_JAX_CACHE"])
-  with_eval = make_loop(alfworld.get_config("smoke"), str(tmp_path / "a"),
-                        log=lambda msg: None)
+  with_eval = make_loop(
+    alfworld.get_config("smoke"), str(tmp_path / "a"), log=lambda msg: None
+  )
   with_eval.evaluate(-1)
   c = alfworld.get_config("smoke")
   c.eval.at_start = False
@@ -117,6 +149,7 @@ def test_evaluation_plays_several_rollouts_per_game(env, tmp_path, monkeypatch):
   before any work."""
   from configs import alfworld  # pylint: disable=import-outside-toplevel
   from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
+
   monkeypatch.setenv("RLA_JAX_CACHE", env["RLA_JAX_CACHE"])
   c = alfworld.get_config("smoke")
   c.eval.rollouts_per_game = 2
@@ -136,27 +169,32 @@ def test_evaluation_plays_several_rollouts_per_game(env, tmp_path, monkeypatch):
     one_pass = [g.game_id for g in loop.eval_games[name]]
     assert ids == one_pass * 2
     assert out[f"eval/{name}_success"] == pytest.approx(
-        sum(e.won for e in eps) / len(eps))
+      sum(e.won for e in eps) / len(eps)
+    )
   ood_ids, _ = played[1]
-  assert [e.task_id for e in loop.rm_reference] == \
-      ood_ids[:c.eval.num_rm_episodes]
+  assert [e.task_id for e in loop.rm_reference] == ood_ids[
+    : c.eval.num_rm_episodes
+  ]
   c.eval.rollouts_per_game = 0
   with pytest.raises(ValueError, match="eval.rollouts_per_game=0"):
     make_loop(c, str(tmp_path / "k0"), log=lambda msg: None)
 
 
-def test_env_task_types_restrict_train_slots_and_eval_games(env, tmp_path,
-                                                            monkeypatch):
+def test_env_task_types_restrict_train_slots_and_eval_games(
+  env, tmp_path, monkeypatch
+):
   """env.task_types = one type: every training slot and evaluation game is
   of that type; an unknown name is refused before any work, naming the key."""
   from configs import alfworld  # pylint: disable=import-outside-toplevel
   from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
+
   monkeypatch.setenv("RLA_JAX_CACHE", env["RLA_JAX_CACHE"])
   c = alfworld.get_config("smoke")
   c.env.task_types = "pick_heat_then_place_in_recep"
   loop = make_loop(c, str(tmp_path / "heat"), log=lambda msg: None)
   games = list(loop.registry.values()) + [
-      g for split in loop.eval_games.values() for g in split]
+    g for split in loop.eval_games.values() for g in split
+  ]
   assert len(games) == c.env.num_slots + 2 * c.eval.num_games
   assert {g.task_type for g in games} == {"pick_heat_then_place_in_recep"}
   c.env.task_types = "pick_and_place_simple, fly_to_moon"

@@ -43,19 +43,25 @@ def test_kv_cache_bytes_per_token_by_hand():
 
 def test_tensor_axis_that_does_not_divide_heads_replicates_attention():
   c, t = QWEN25_7B, 8  # 28 heads and 4 kv heads do not split over 8
-  D, F, V, L, H = (c.hidden_size, c.intermediate_size, c.vocab_size,
-                   c.num_layers, c.head_dim)
+  D, F, V, L, H = (
+    c.hidden_size,
+    c.intermediate_size,
+    c.vocab_size,
+    c.num_layers,
+    c.head_dim,
+  )
   N, K = c.num_heads, c.num_kv_heads
   attn = D * (N + 2 * K) * H + N * H * D + (N + 2 * K) * H  # replicated
   expected = (2 * V * D // t + D + L * (2 * D + attn + 3 * D * F // t)) * 2
-  got = mm.per_device_param_bytes(c, mm.fake_mesh(1, 1, t), shd.SAMPLE_RULES,
-                                  2)
+  got = mm.per_device_param_bytes(c, mm.fake_mesh(1, 1, t), shd.SAMPLE_RULES, 2)
   assert got == expected
 
 
 def test_remat_policies_order_and_bad_name():
-  sizes = {r: mm.train_activation_bytes(QWEN25_7B, 1, 4096, 1, r)["saved"]
-           for r in ("none", "dots", "full")}
+  sizes = {
+    r: mm.train_activation_bytes(QWEN25_7B, 1, 4096, 1, r)["saved"]
+    for r in ("none", "dots", "full")
+  }
   assert sizes["none"] > sizes["dots"] > sizes["full"]
   assert sizes["full"] == 28 * 4096 * 3584 * 2  # the bf16 carry per layer
   with pytest.raises(ValueError, match="remat must be one of"):
@@ -68,12 +74,23 @@ def test_analytical_shards_equal_real_shards_on_8_cpu_devices():
   compiled train step's arguments are params + AdamW mu/nu + batch (+ the
   4-byte step counter)."""
   script = os.path.join(REPO, "launch", "memory_plan_compiled.py")
-  proc = subprocess.run([sys.executable, script, "--devices", "8",
-                         "--mesh", "1,4,2", "--materialize"],
-                        capture_output=True, text=True, timeout=600)
+  proc = subprocess.run(
+    [
+      sys.executable,
+      script,
+      "--devices",
+      "8",
+      "--mesh",
+      "1,4,2",
+      "--materialize",
+    ],
+    capture_output=True,
+    text=True,
+    timeout=600,
+  )
   assert proc.returncode == 0, proc.stderr[-3000:]
   line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1]
-  r = json.loads(line[len("RESULT "):])
+  r = json.loads(line[len("RESULT ") :])
   assert r["devices"] == 8
   params = r["params"]
   assert params["per_device"] == [params["analytical"]] * 8
@@ -81,14 +98,16 @@ def test_analytical_shards_equal_real_shards_on_8_cpu_devices():
   train = r["train"]
   assert train["compiled"]["argument"] - train["analytical_args"] == 4
   pf = r["prefill"]
-  weights_kv = (pf["analytical"]["weights_bf16"]
-                + pf["analytical"]["kv_cache_bf16"])
+  weights_kv = (
+    pf["analytical"]["weights_bf16"] + pf["analytical"]["kv_cache_bf16"]
+  )
   assert 0 <= pf["compiled"]["argument"] - weights_kv <= 64 * 1024
 
 
 def test_plan_finds_a_slice_and_times_are_positive():
   wl = mm.Workload()
   from launch import memory_plan as mp
+
   h100 = [a for a in mm.ACCELERATORS if a.name.startswith("H100")][0]
   plan = mp.smallest_fitting(QWEN25_7B, QWEN25_7B, h100, wl)
   assert plan is not None and plan.fits(True)

@@ -12,337 +12,477 @@ import struct
 import numpy as np
 import pytest
 
-from rla_jax.metrics import (MetricsWriter, last_values, plot_ablation_curves,
-                             summary_markdown, write_ablation_table, write_summary)
+from rla_jax.metrics import (
+  MetricsWriter,
+  last_values,
+  plot_ablation_curves,
+  summary_markdown,
+  write_ablation_table,
+  write_summary,
+)
 from rla_jax.metrics.ablation import _common_curve, mean_and_sample_std
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 class FakeClock:
-    """Deterministic wall clock: returns whatever the test set last."""
+  """Deterministic wall clock: returns whatever the test set last."""
 
-    def __init__(self, t: float = 1000.0):
-        self.t = t
+  def __init__(self, t: float = 1000.0):
+    self.t = t
 
-    def __call__(self) -> float:
-        return self.t
+  def __call__(self) -> float:
+    return self.t
 
 
 def _masked_crc(data: bytes) -> int:
-    # TFRecord framing: masked CRC-32C (Castagnoli), as specified by TensorFlow.
-    from tensorboardX.crc32c import crc32c
-    x = crc32c(data) & 0xFFFFFFFF
-    return (((x >> 15) | (x << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+  # TFRecord framing: masked CRC-32C (Castagnoli), as specified by TensorFlow.
+  from tensorboardX.crc32c import crc32c
+
+  x = crc32c(data) & 0xFFFFFFFF
+  return (((x >> 15) | (x << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def read_event_file(path: str) -> list:
-    """Events of one TFRecord file, checking both CRCs of every record."""
-    from tensorboardX.proto import event_pb2
-    with open(path, "rb") as f:
-        data = f.read()
-    events, pos = [], 0
-    while pos < len(data):  # record: u64 length, u32 crc(length), data, u32 crc(data)
-        header, payload_at = data[pos:pos + 8], pos + 12
-        (length,) = struct.unpack("<Q", header)
-        payload = data[payload_at:payload_at + length]
-        crcs = struct.unpack("<I", data[pos + 8:payload_at]) + struct.unpack(
-            "<I", data[payload_at + length:payload_at + length + 4])
-        assert crcs == (_masked_crc(header), _masked_crc(payload)), f"{path}: bad crc"
-        events.append(event_pb2.Event.FromString(payload))
-        pos = payload_at + length + 4
-    assert pos == len(data)
-    return events
+  """Events of one TFRecord file, checking both CRCs of every record."""
+  from tensorboardX.proto import event_pb2
+
+  with open(path, "rb") as f:
+    data = f.read()
+  events, pos = [], 0
+  while pos < len(
+    data
+  ):  # record: u64 length, u32 crc(length), data, u32 crc(data)
+    header, payload_at = data[pos : pos + 8], pos + 12
+    (length,) = struct.unpack("<Q", header)
+    payload = data[payload_at : payload_at + length]
+    crcs = struct.unpack("<I", data[pos + 8 : payload_at]) + struct.unpack(
+      "<I", data[payload_at + length : payload_at + length + 4]
+    )
+    assert crcs == (_masked_crc(header), _masked_crc(payload)), (
+      f"{path}: bad crc"
+    )
+    events.append(event_pb2.Event.FromString(payload))
+    pos = payload_at + length + 4
+  assert pos == len(data)
+  return events
 
 
 def tensorboard_scalars(logdir: str) -> dict[tuple[str, int], float]:
-    """(tag, step) -> value as TensorBoard shows it: files in name order; a
-    SessionLog.START at step s discards earlier events with step >= s."""
-    from tensorboardX.proto import event_pb2
-    scalars = {}
-    for path in sorted(glob.glob(os.path.join(logdir, "*tfevents*"))):
-        events = read_event_file(path)
-        assert events[0].file_version == "brain.Event:2"
-        for ev in events:
-            if ev.HasField("session_log") and ev.session_log.status == event_pb2.SessionLog.START:
-                scalars = {k: v for k, v in scalars.items() if k[1] < ev.step}
-            for value in ev.summary.value:
-                scalars[(value.tag, ev.step)] = value.simple_value
-    return scalars
+  """(tag, step) -> value as TensorBoard shows it: files in name order; a
+  SessionLog.START at step s discards earlier events with step >= s."""
+  from tensorboardX.proto import event_pb2
+
+  scalars = {}
+  for path in sorted(glob.glob(os.path.join(logdir, "*tfevents*"))):
+    events = read_event_file(path)
+    assert events[0].file_version == "brain.Event:2"
+    for ev in events:
+      if (
+        ev.HasField("session_log")
+        and ev.session_log.status == event_pb2.SessionLog.START
+      ):
+        scalars = {k: v for k, v in scalars.items() if k[1] < ev.step}
+      for value in ev.summary.value:
+        scalars[(value.tag, ev.step)] = value.simple_value
+  return scalars
 
 
 def _metrics_for(step: int, variant: float = 0.0) -> dict:
-    m = {"train/rollout_accuracy": 0.1 * step + variant, "train/policy_loss": 2.0 / (step + 1),
-         "env/accepted_total": 3 * step}
-    if step % 2 == 0:
-        m["eval/in_distribution_success"] = 0.05 * step + variant
-    return m
+  m = {
+    "train/rollout_accuracy": 0.1 * step + variant,
+    "train/policy_loss": 2.0 / (step + 1),
+    "env/accepted_total": 3 * step,
+  }
+  if step % 2 == 0:
+    m["eval/in_distribution_success"] = 0.05 * step + variant
+  return m
 
 
 def _write_steps(workdir, steps, clock, variant=0.0, truncate=None):
-    with MetricsWriter(workdir, display_stream=None, clock=clock) as w:
-        if truncate is not None:
-            w.truncate_after(truncate)
-        for s in steps:
-            clock.t = 1000.0 + 1.5 * s
-            w.write(s, _metrics_for(s, variant))
+  with MetricsWriter(workdir, display_stream=None, clock=clock) as w:
+    if truncate is not None:
+      w.truncate_after(truncate)
+    for s in steps:
+      clock.t = 1000.0 + 1.5 * s
+      w.write(s, _metrics_for(s, variant))
 
 
 # --- writer ----------------------------------------------------------------------
 
+
 def test_jsonl_round_trip_with_numpy_bool_and_non_finite(tmp_path):
-    clock = FakeClock(50.0)
-    with MetricsWriter(str(tmp_path), display_stream=None, clock=clock) as w:
-        clock.t = 51.25
-        w.write(0, {"a": np.float32(0.5), "b": np.int64(7), "c": True, "d": float("nan"),
-                    "e": float("-inf"), "f": np.array(2.5), "g": 1e-12})
-        clock.t = 52.5
-        w.write(3, {"a": 0.75})
-    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
-    assert len(lines) == 2
-    assert json.loads(lines[0]) == {"step": 0, "time": 51.25, "a": 0.5, "b": 7, "c": 1,
-                                    "d": None, "e": None, "f": 2.5, "g": 1e-12}
-    assert isinstance(json.loads(lines[0])["b"], int)
-    assert MetricsWriter.read_history(str(tmp_path)) == [json.loads(x) for x in lines]
-    assert MetricsWriter.read_history(str(tmp_path))[1] == {"step": 3, "time": 52.5, "a": 0.75}
+  clock = FakeClock(50.0)
+  with MetricsWriter(str(tmp_path), display_stream=None, clock=clock) as w:
+    clock.t = 51.25
+    w.write(
+      0,
+      {
+        "a": np.float32(0.5),
+        "b": np.int64(7),
+        "c": True,
+        "d": float("nan"),
+        "e": float("-inf"),
+        "f": np.array(2.5),
+        "g": 1e-12,
+      },
+    )
+    clock.t = 52.5
+    w.write(3, {"a": 0.75})
+  lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+  assert len(lines) == 2
+  assert json.loads(lines[0]) == {
+    "step": 0,
+    "time": 51.25,
+    "a": 0.5,
+    "b": 7,
+    "c": 1,
+    "d": None,
+    "e": None,
+    "f": 2.5,
+    "g": 1e-12,
+  }
+  assert isinstance(json.loads(lines[0])["b"], int)
+  assert MetricsWriter.read_history(str(tmp_path)) == [
+    json.loads(x) for x in lines
+  ]
+  assert MetricsWriter.read_history(str(tmp_path))[1] == {
+    "step": 3,
+    "time": 52.5,
+    "a": 0.75,
+  }
 
 
 def test_tensorboard_event_files_read_back(tmp_path):
-    with MetricsWriter(str(tmp_path), display_stream=None) as w:
-        w.write(0, {"x": 0.1, "n": 5, "bad": float("inf")})
-        w.write(1, {"x": 0.2, "bad": 1.5})
-        # Flushed per step: readable before close.
-        mid = tensorboard_scalars(str(tmp_path / "tensorboard"))
-        assert mid[("x", 1)] == pytest.approx(0.2)
-    scalars = tensorboard_scalars(str(tmp_path / "tensorboard"))
-    # simple_value is float32.
-    assert scalars == {("x", 0): np.float32(0.1), ("n", 0): 5.0, ("x", 1): np.float32(0.2),
-                       ("bad", 1): 1.5}
+  with MetricsWriter(str(tmp_path), display_stream=None) as w:
+    w.write(0, {"x": 0.1, "n": 5, "bad": float("inf")})
+    w.write(1, {"x": 0.2, "bad": 1.5})
+    # Flushed per step: readable before close.
+    mid = tensorboard_scalars(str(tmp_path / "tensorboard"))
+    assert mid[("x", 1)] == pytest.approx(0.2)
+  scalars = tensorboard_scalars(str(tmp_path / "tensorboard"))
+  # simple_value is float32.
+  assert scalars == {
+    ("x", 0): np.float32(0.1),
+    ("n", 0): 5.0,
+    ("x", 1): np.float32(0.2),
+    ("bad", 1): 1.5,
+  }
 
 
 def test_resume_truncation_reproduces_uninterrupted_run(tmp_path):
-    full, resumed = str(tmp_path / "full"), str(tmp_path / "resumed")
-    _write_steps(full, range(5), FakeClock())
-    # Killed run: steps 3..5 were logged with other values after the last checkpoint
-    # (at step 3), then the kill tore the JSONL line of step 6.
-    _write_steps(resumed, range(3), FakeClock())
-    _write_steps(resumed, [3, 4, 5], FakeClock(), variant=0.5)  # reopened: appends
-    with open(os.path.join(resumed, "metrics.jsonl"), "a") as f:
-        f.write('{"step": 6, "time": 10')
-    killed_tb = tensorboard_scalars(os.path.join(resumed, "tensorboard"))
-    assert killed_tb[("train/rollout_accuracy", 3)] == np.float32(0.8)
-    _write_steps(resumed, [3, 4], FakeClock(), truncate=3)
+  full, resumed = str(tmp_path / "full"), str(tmp_path / "resumed")
+  _write_steps(full, range(5), FakeClock())
+  # Killed run: steps 3..5 were logged with other values after the last checkpoint
+  # (at step 3), then the kill tore the JSONL line of step 6.
+  _write_steps(resumed, range(3), FakeClock())
+  _write_steps(
+    resumed, [3, 4, 5], FakeClock(), variant=0.5
+  )  # reopened: appends
+  with open(os.path.join(resumed, "metrics.jsonl"), "a") as f:
+    f.write('{"step": 6, "time": 10')
+  killed_tb = tensorboard_scalars(os.path.join(resumed, "tensorboard"))
+  assert killed_tb[("train/rollout_accuracy", 3)] == np.float32(0.8)
+  _write_steps(resumed, [3, 4], FakeClock(), truncate=3)
 
-    with open(os.path.join(full, "metrics.jsonl"), "rb") as f:
-        expected = f.read()
-    with open(os.path.join(resumed, "metrics.jsonl"), "rb") as f:
-        assert f.read() == expected
-    assert len(expected.splitlines()) == 5
-    assert (tensorboard_scalars(os.path.join(resumed, "tensorboard"))
-            == tensorboard_scalars(os.path.join(full, "tensorboard")))
-    assert len(glob.glob(os.path.join(resumed, "tensorboard", "*tfevents*"))) == 3
+  with open(os.path.join(full, "metrics.jsonl"), "rb") as f:
+    expected = f.read()
+  with open(os.path.join(resumed, "metrics.jsonl"), "rb") as f:
+    assert f.read() == expected
+  assert len(expected.splitlines()) == 5
+  assert tensorboard_scalars(
+    os.path.join(resumed, "tensorboard")
+  ) == tensorboard_scalars(os.path.join(full, "tensorboard"))
+  assert len(glob.glob(os.path.join(resumed, "tensorboard", "*tfevents*"))) == 3
 
 
 def test_truncate_after_reports_drops_and_reopen_requires_it(tmp_path):
-    _write_steps(str(tmp_path), range(5), FakeClock())
-    with MetricsWriter(str(tmp_path), display_stream=None) as w:
-        with pytest.raises(ValueError, match="truncate_after"):
-            w.write(4, {"a": 1.0})
-        assert w.truncate_after(10) == 0
-        assert w.truncate_after(2) == 3
-        w.write(2, {"a": 1.0})
-    assert [e["step"] for e in MetricsWriter.read_history(str(tmp_path))] == [0, 1, 2]
+  _write_steps(str(tmp_path), range(5), FakeClock())
+  with MetricsWriter(str(tmp_path), display_stream=None) as w:
+    with pytest.raises(ValueError, match="truncate_after"):
+      w.write(4, {"a": 1.0})
+    assert w.truncate_after(10) == 0
+    assert w.truncate_after(2) == 3
+    w.write(2, {"a": 1.0})
+  assert [e["step"] for e in MetricsWriter.read_history(str(tmp_path))] == [
+    0,
+    1,
+    2,
+  ]
 
 
-def test_torn_last_line_is_dropped_and_repaired_corrupt_middle_line_raises(tmp_path):
-    _write_steps(str(tmp_path), range(2), FakeClock())
-    path = tmp_path / "metrics.jsonl"
-    with open(path, "a") as f:
-        f.write('{"step": 2, "ti')
-    assert [e["step"] for e in MetricsWriter.read_history(str(tmp_path))] == [0, 1]
-    _write_steps(str(tmp_path), [2], FakeClock())
-    assert [json.loads(x)["step"] for x in path.read_text().splitlines()] == [0, 1, 2]
-    path.write_text('{"step": 0}\nnot json\n{"step": 2}\n')
-    with pytest.raises(ValueError, match=r"metrics.jsonl:2"):
-        MetricsWriter.read_history(str(tmp_path))
+def test_torn_last_line_is_dropped_and_repaired_corrupt_middle_line_raises(
+  tmp_path,
+):
+  _write_steps(str(tmp_path), range(2), FakeClock())
+  path = tmp_path / "metrics.jsonl"
+  with open(path, "a") as f:
+    f.write('{"step": 2, "ti')
+  assert [e["step"] for e in MetricsWriter.read_history(str(tmp_path))] == [
+    0,
+    1,
+  ]
+  _write_steps(str(tmp_path), [2], FakeClock())
+  assert [json.loads(x)["step"] for x in path.read_text().splitlines()] == [
+    0,
+    1,
+    2,
+  ]
+  path.write_text('{"step": 0}\nnot json\n{"step": 2}\n')
+  with pytest.raises(ValueError, match=r"metrics.jsonl:2"):
+    MetricsWriter.read_history(str(tmp_path))
 
 
 def test_non_primary_writes_nothing(tmp_path):
-    workdir = tmp_path / "run"
-    stream = io.StringIO()
-    with MetricsWriter(str(workdir), is_primary=False, display_stream=stream) as w:
-        w.write(0, {"a": 1.0})
-        assert w.truncate_after(0) == 0
-        w.write(0, {"a": 2.0})
-        with pytest.raises(TypeError, match="'a'"):  # input is still validated
-            w.write(1, {"a": "x"})
-    assert not workdir.exists()
-    assert stream.getvalue() == ""
+  workdir = tmp_path / "run"
+  stream = io.StringIO()
+  with MetricsWriter(
+    str(workdir), is_primary=False, display_stream=stream
+  ) as w:
+    w.write(0, {"a": 1.0})
+    assert w.truncate_after(0) == 0
+    w.write(0, {"a": 2.0})
+    with pytest.raises(TypeError, match="'a'"):  # input is still validated
+      w.write(1, {"a": "x"})
+  assert not workdir.exists()
+  assert stream.getvalue() == ""
 
 
 def test_display_line_shows_step_elapsed_and_chosen_keys(tmp_path):
-    stream, clock = io.StringIO(), FakeClock(0.0)
-    with MetricsWriter(str(tmp_path), display_keys=("b", "a", "missing"),
-                       display_stream=stream, clock=clock) as w:
-        clock.t = 3725.0
-        w.write(7, {"a": 0.123456, "b": 42, "c": 9.0})
-    assert stream.getvalue() == "step 7 | 1:02:05 | b=42 | a=0.1235\n"
+  stream, clock = io.StringIO(), FakeClock(0.0)
+  with MetricsWriter(
+    str(tmp_path),
+    display_keys=("b", "a", "missing"),
+    display_stream=stream,
+    clock=clock,
+  ) as w:
+    clock.t = 3725.0
+    w.write(7, {"a": 0.123456, "b": 42, "c": 9.0})
+  assert stream.getvalue() == "step 7 | 1:02:05 | b=42 | a=0.1235\n"
 
 
 def test_bad_input_and_close_idempotent(tmp_path):
-    w = MetricsWriter(str(tmp_path), display_stream=None)
-    with pytest.raises(TypeError, match="'k'.*str"):
-        w.write(0, {"k": "text"})
-    with pytest.raises(ValueError, match="'step'"):
-        w.write(0, {"step": 1.0})
-    with pytest.raises(ValueError, match="step must be an int"):
-        w.write(-1, {})
-    with pytest.raises(ValueError, match="step must be an int"):
-        w.write(1.0, {})
-    w.write(0, {"k": 1.0})
-    w.close()
-    w.close()
-    with pytest.raises(ValueError, match="closed"):
-        w.write(1, {"k": 1.0})
-    assert len(MetricsWriter.read_history(str(tmp_path))) == 1
+  w = MetricsWriter(str(tmp_path), display_stream=None)
+  with pytest.raises(TypeError, match="'k'.*str"):
+    w.write(0, {"k": "text"})
+  with pytest.raises(ValueError, match="'step'"):
+    w.write(0, {"step": 1.0})
+  with pytest.raises(ValueError, match="step must be an int"):
+    w.write(-1, {})
+  with pytest.raises(ValueError, match="step must be an int"):
+    w.write(1.0, {})
+  w.write(0, {"k": 1.0})
+  w.close()
+  w.close()
+  with pytest.raises(ValueError, match="closed"):
+    w.write(1, {"k": 1.0})
+  assert len(MetricsWriter.read_history(str(tmp_path))) == 1
 
 
 # --- run summary -----------------------------------------------------------------
 
+
 def _synthetic_history():
-    history = []
-    eval_id = {0: 0.125, 5: 0.5, 10: 0.375, 15: 0.75, 20: 0.625}
-    for step in range(21):
-        entry = {"step": step, "time": 100.0 + step,
-                 "train/rollout_accuracy": 0.25 + 0.01 * step,
-                 "train/policy_loss": 3.0 - 0.1 * step + (0.5 if step == 20 else 0.0),
-                 "env/accepted_total": 2 * step}
-        if step in eval_id:
-            entry["eval/in_distribution_success"] = eval_id[step]
-            entry["eval/rm_process_accuracy"] = None if step == 0 else 0.4 + step / 100
-        history.append(entry)
-    return history
+  history = []
+  eval_id = {0: 0.125, 5: 0.5, 10: 0.375, 15: 0.75, 20: 0.625}
+  for step in range(21):
+    entry = {
+      "step": step,
+      "time": 100.0 + step,
+      "train/rollout_accuracy": 0.25 + 0.01 * step,
+      "train/policy_loss": 3.0 - 0.1 * step + (0.5 if step == 20 else 0.0),
+      "env/accepted_total": 2 * step,
+    }
+    if step in eval_id:
+      entry["eval/in_distribution_success"] = eval_id[step]
+      entry["eval/rm_process_accuracy"] = (
+        None if step == 0 else 0.4 + step / 100
+      )
+    history.append(entry)
+  return history
 
 
 def _assert_png(path, min_bytes=10_000):
-    with open(path, "rb") as f:
-        data = f.read()
-    assert data[:8] == PNG_SIGNATURE
-    assert len(data) > min_bytes
-    import matplotlib.image
-    image = matplotlib.image.imread(path)
-    assert image.ndim == 3 and image.shape[0] > 200 and image.shape[1] > 200
-    assert image[..., :3].std() > 0.01  # not a blank canvas
+  with open(path, "rb") as f:
+    data = f.read()
+  assert data[:8] == PNG_SIGNATURE
+  assert len(data) > min_bytes
+  import matplotlib.image
+
+  image = matplotlib.image.imread(path)
+  assert image.ndim == 3 and image.shape[0] > 200 and image.shape[1] > 200
+  assert image[..., :3].std() > 0.01  # not a blank canvas
 
 
 def test_summary_table_and_learning_curves(tmp_path):
-    history = _synthetic_history()
-    md_path, png_path = write_summary(history, str(tmp_path / "out"), title="Run A")
-    text = open(md_path).read()
-    assert text == summary_markdown(history, title="Run A")
-    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()
-            if line.startswith("| ") and "/" in line}
-    assert rows["eval/in_distribution_success"] == (
-        "| eval/in_distribution_success | 0.125 (0) | 0.625 (20) | 0.75 (15, max) | 0.5 | 5 |")
-    # None at step 0 is "not evaluated": first value is at step 5.
-    assert rows["eval/rm_process_accuracy"].startswith(
-        "| eval/rm_process_accuracy | 0.45 (5) | 0.6 (20) | 0.6 (20, max)")
-    assert rows["env/accepted_total"] == (
-        "| env/accepted_total | 0 (0) | 40 (20) | 40 (20, max) | 40 | 21 |")
-    # Loss: best is the minimum (step 19: 3.0 - 1.9 = 1.1), not the last value (1.5).
-    assert rows["train/policy_loss"].startswith(
-        "| train/policy_loss | 3 (0) | 1.5 (20) | 1.1 (19, min)")
-    assert "train/rollout_accuracy" in rows
-    assert "Not logged: eval/out_of_distribution_success, eval/rm_outcome_accuracy." in text
-    assert os.path.basename(png_path) == "learning_curves.png"
-    _assert_png(png_path)
+  history = _synthetic_history()
+  md_path, png_path = write_summary(
+    history, str(tmp_path / "out"), title="Run A"
+  )
+  text = open(md_path).read()
+  assert text == summary_markdown(history, title="Run A")
+  rows = {
+    line.split(" | ")[0].lstrip("| "): line
+    for line in text.splitlines()
+    if line.startswith("| ") and "/" in line
+  }
+  assert rows["eval/in_distribution_success"] == (
+    "| eval/in_distribution_success | 0.125 (0) | 0.625 (20) | 0.75 (15, max) | 0.5 | 5 |"
+  )
+  # None at step 0 is "not evaluated": first value is at step 5.
+  assert rows["eval/rm_process_accuracy"].startswith(
+    "| eval/rm_process_accuracy | 0.45 (5) | 0.6 (20) | 0.6 (20, max)"
+  )
+  assert rows["env/accepted_total"] == (
+    "| env/accepted_total | 0 (0) | 40 (20) | 40 (20, max) | 40 | 21 |"
+  )
+  # Loss: best is the minimum (step 19: 3.0 - 1.9 = 1.1), not the last value (1.5).
+  assert rows["train/policy_loss"].startswith(
+    "| train/policy_loss | 3 (0) | 1.5 (20) | 1.1 (19, min)"
+  )
+  assert "train/rollout_accuracy" in rows
+  assert (
+    "Not logged: eval/out_of_distribution_success, eval/rm_outcome_accuracy."
+    in text
+  )
+  assert os.path.basename(png_path) == "learning_curves.png"
+  _assert_png(png_path)
 
 
 def test_summary_lists_optional_eval_keys_only_when_logged():
-    history = [{"step": 0, "eval/rm_positive_rate": 0.25},
-               {"step": 1, "eval/rm_positive_rate": 0.0}]
-    text = summary_markdown(history, title="Run")
-    assert "| eval/rm_positive_rate | 0.25 (0) | 0 (1) |" in text
-    assert "eval/rm_process_balanced_accuracy" not in text
+  history = [
+    {"step": 0, "eval/rm_positive_rate": 0.25},
+    {"step": 1, "eval/rm_positive_rate": 0.0},
+  ]
+  text = summary_markdown(history, title="Run")
+  assert "| eval/rm_positive_rate | 0.25 (0) | 0 (1) |" in text
+  assert "eval/rm_process_balanced_accuracy" not in text
 
 
 def test_summary_tolerates_missing_keys_and_empty_history(tmp_path):
-    md, png = write_summary([{"step": 0}, {"step": 1, "other/x": 1.0}], str(tmp_path / "a"),
-                            title="sparse")
-    assert "Not logged: eval/in_distribution_success" in open(md).read()
-    _assert_png(png, min_bytes=1000)
-    md, png = write_summary([], str(tmp_path / "b"), title="empty")
-    assert "Empty history" in open(md).read()
-    with pytest.raises(ValueError, match=r"history\[1\] step 0 does not increase"):
-        summary_markdown([{"step": 0}, {"step": 0}], title="x")
+  md, png = write_summary(
+    [{"step": 0}, {"step": 1, "other/x": 1.0}],
+    str(tmp_path / "a"),
+    title="sparse",
+  )
+  assert "Not logged: eval/in_distribution_success" in open(md).read()
+  _assert_png(png, min_bytes=1000)
+  md, png = write_summary([], str(tmp_path / "b"), title="empty")
+  assert "Empty history" in open(md).read()
+  with pytest.raises(
+    ValueError, match=r"history\[1\] step 0 does not increase"
+  ):
+    summary_markdown([{"step": 0}, {"step": 0}], title="x")
 
 
 def test_summary_from_writer_jsonl(tmp_path):
-    _write_steps(str(tmp_path), range(5), FakeClock())
-    text = summary_markdown(MetricsWriter.read_history(str(tmp_path)), title="from disk")
-    assert "| eval/in_distribution_success | 0 (0) | 0.2 (4) | 0.2 (4, max) | 0.2 | 3 |" in text
+  _write_steps(str(tmp_path), range(5), FakeClock())
+  text = summary_markdown(
+    MetricsWriter.read_history(str(tmp_path)), title="from disk"
+  )
+  assert (
+    "| eval/in_distribution_success | 0 (0) | 0.2 (4) | 0.2 (4, max) | 0.2 | 3 |"
+    in text
+  )
 
 
 def test_last_values_skips_unevaluated_steps():
-    history = [{"step": 0, "time": 1.0, "a": 0.5, "b": 1.0}, {"step": 1, "a": None, "c": 2},
-               {"step": 2, "a": float("nan"), "b": 3.0}]
-    assert last_values(history) == {"a": 0.5, "b": 3.0, "c": 2}
+  history = [
+    {"step": 0, "time": 1.0, "a": 0.5, "b": 1.0},
+    {"step": 1, "a": None, "c": 2},
+    {"step": 2, "a": float("nan"), "b": 3.0},
+  ]
+  assert last_values(history) == {"a": 0.5, "b": 3.0, "c": 2}
 
 
 # --- ablation --------------------------------------------------------------------
 
+
 def test_mean_and_sample_std_by_hand():
-    # mean 0.3; squared deviations 0.04, 0.01, 0.09 -> /(3-1) = 0.07.
-    mean, std = mean_and_sample_std([0.1, 0.2, 0.6])
-    assert mean == pytest.approx(0.3) and std == pytest.approx(math.sqrt(0.07))
-    assert mean_and_sample_std([0.4]) == (0.4, None)
+  # mean 0.3; squared deviations 0.04, 0.01, 0.09 -> /(3-1) = 0.07.
+  mean, std = mean_and_sample_std([0.1, 0.2, 0.6])
+  assert mean == pytest.approx(0.3) and std == pytest.approx(math.sqrt(0.07))
+  assert mean_and_sample_std([0.4]) == (0.4, None)
 
 
 def test_ablation_table_values(tmp_path):
-    cols = ("eval/in_distribution_success", "eval/out_of_distribution_success",
-            "eval/rm_process_accuracy", "eval/rm_outcome_accuracy")
-    seed = lambda *values: dict(zip(cols, values))  # noqa: E731
-    results = {"Before": [seed(0.39, 0.449, 0.47, 0.596)],
-               "Policy": [seed(0.5, 0.1, 0.47, 0.596), seed(0.6, 0.2, 0.47, 0.596),
-                          seed(0.7, 0.6, 0.47, 0.596)],
-               "+Env": [seed(0.6, 0.64), seed(0.6, 0.62)]}
-    out = tmp_path / "table1.md"
-    text = write_ablation_table(results, str(out))
-    assert out.read_text() == text
-    lines = text.splitlines()
-    assert lines[0] == ("| Stage | seeds | Policy in-distribution | Policy OOD | RM process "
-                        "| RM outcome |")
-    assert lines[2] == "| Before | 1 | 39.0 | 44.9 | 47.0 | 59.6 |"
-    # ID: mean 60, sample std 10; OOD: mean 30, sample std sqrt(0.07) = 26.46%.
-    assert lines[3] == "| Policy | 3 | 60.0 ± 10.0 | 30.0 ± 26.5 | 47.0 ± 0.0 | 59.6 ± 0.0 |"
-    # OOD: mean 63, std sqrt(2 * 0.01^2 / 1) = 1.41%.
-    assert lines[4] == "| +Env | 2 | 60.0 ± 0.0 | 63.0 ± 1.4 | — | — |"
-    assert "sample std (ddof=1)" in text
+  cols = (
+    "eval/in_distribution_success",
+    "eval/out_of_distribution_success",
+    "eval/rm_process_accuracy",
+    "eval/rm_outcome_accuracy",
+  )
+  seed = lambda *values: dict(zip(cols, values))  # noqa: E731
+  results = {
+    "Before": [seed(0.39, 0.449, 0.47, 0.596)],
+    "Policy": [
+      seed(0.5, 0.1, 0.47, 0.596),
+      seed(0.6, 0.2, 0.47, 0.596),
+      seed(0.7, 0.6, 0.47, 0.596),
+    ],
+    "+Env": [seed(0.6, 0.64), seed(0.6, 0.62)],
+  }
+  out = tmp_path / "table1.md"
+  text = write_ablation_table(results, str(out))
+  assert out.read_text() == text
+  lines = text.splitlines()
+  assert lines[0] == (
+    "| Stage | seeds | Policy in-distribution | Policy OOD | RM process "
+    "| RM outcome |"
+  )
+  assert lines[2] == "| Before | 1 | 39.0 | 44.9 | 47.0 | 59.6 |"
+  # ID: mean 60, sample std 10; OOD: mean 30, sample std sqrt(0.07) = 26.46%.
+  assert (
+    lines[3]
+    == "| Policy | 3 | 60.0 ± 10.0 | 30.0 ± 26.5 | 47.0 ± 0.0 | 59.6 ± 0.0 |"
+  )
+  # OOD: mean 63, std sqrt(2 * 0.01^2 / 1) = 1.41%.
+  assert lines[4] == "| +Env | 2 | 60.0 ± 0.0 | 63.0 ± 1.4 | — | — |"
+  assert "sample std (ddof=1)" in text
 
 
 def test_ablation_table_rejects_bad_input(tmp_path):
-    path = str(tmp_path / "t.md")
-    with pytest.raises(ValueError, match=r"'Policy', seed 1.*45"):
-        write_ablation_table({"Policy": [{"eval/in_distribution_success": 0.4},
-                                         {"eval/in_distribution_success": 45.0}]}, path)
-    with pytest.raises(ValueError, match=r"missing from seed\(s\) \[0\]"):
-        write_ablation_table({"Policy": [{}, {"eval/in_distribution_success": 0.4}]}, path)
-    with pytest.raises(ValueError, match="no seed results"):
-        write_ablation_table({"Before": []}, path)
-    assert not os.path.exists(path)
+  path = str(tmp_path / "t.md")
+  with pytest.raises(ValueError, match=r"'Policy', seed 1.*45"):
+    write_ablation_table(
+      {
+        "Policy": [
+          {"eval/in_distribution_success": 0.4},
+          {"eval/in_distribution_success": 45.0},
+        ]
+      },
+      path,
+    )
+  with pytest.raises(ValueError, match=r"missing from seed\(s\) \[0\]"):
+    write_ablation_table(
+      {"Policy": [{}, {"eval/in_distribution_success": 0.4}]}, path
+    )
+  with pytest.raises(ValueError, match="no seed results"):
+    write_ablation_table({"Before": []}, path)
+  assert not os.path.exists(path)
 
 
 def test_ablation_curves_mean_and_band(tmp_path):
-    key = "eval/in_distribution_success"
-    seed_a = [{"step": 0, key: 0.1}, {"step": 5, key: 0.3}, {"step": 10, key: 0.5}]
-    seed_b = [{"step": 0, key: 0.3}, {"step": 5, key: 0.5}, {"step": 7, key: 0.9}]
-    steps, mean, lo, hi = _common_curve("Policy", key, [seed_a, seed_b])
-    assert steps == [0, 5]
-    assert mean == pytest.approx([0.2, 0.4]) and lo == [0.1, 0.3] and hi == [0.3, 0.5]
-    assert _common_curve("Policy", "absent", [seed_a, seed_b]) is None
-    with pytest.raises(ValueError, match="share no step"):
-        _common_curve("Policy", key, [[{"step": 1, key: 0.1}], [{"step": 2, key: 0.1}]])
-    histories = {"Policy": [seed_a, seed_b],
-                 "+Env": [_synthetic_history(), _synthetic_history()]}
-    png = plot_ablation_curves(histories, str(tmp_path / "ablation.png"))
-    _assert_png(png)
+  key = "eval/in_distribution_success"
+  seed_a = [
+    {"step": 0, key: 0.1},
+    {"step": 5, key: 0.3},
+    {"step": 10, key: 0.5},
+  ]
+  seed_b = [{"step": 0, key: 0.3}, {"step": 5, key: 0.5}, {"step": 7, key: 0.9}]
+  steps, mean, lo, hi = _common_curve("Policy", key, [seed_a, seed_b])
+  assert steps == [0, 5]
+  assert (
+    mean == pytest.approx([0.2, 0.4]) and lo == [0.1, 0.3] and hi == [0.3, 0.5]
+  )
+  assert _common_curve("Policy", "absent", [seed_a, seed_b]) is None
+  with pytest.raises(ValueError, match="share no step"):
+    _common_curve(
+      "Policy", key, [[{"step": 1, key: 0.1}], [{"step": 2, key: 0.1}]]
+    )
+  histories = {
+    "Policy": [seed_a, seed_b],
+    "+Env": [_synthetic_history(), _synthetic_history()],
+  }
+  png = plot_ablation_curves(histories, str(tmp_path / "ablation.png"))
+  _assert_png(png)

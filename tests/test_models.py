@@ -8,8 +8,14 @@ import numpy as np
 import pytest
 
 from conftest import build_hf_checkpoint, hf_logits
-from rla_jax.models import (CheckpointError, ConfigError, QwenConfig,
-                            init_cache, load_qwen, save_qwen)
+from rla_jax.models import (
+  CheckpointError,
+  ConfigError,
+  QwenConfig,
+  init_cache,
+  load_qwen,
+  save_qwen,
+)
 
 
 def _batch(vocab, seed=0):
@@ -24,10 +30,10 @@ def _batch(vocab, seed=0):
 @pytest.mark.parametrize("model_type", ["qwen2", "qwen3"])
 @pytest.mark.parametrize("tie", [False, True])
 @pytest.mark.parametrize("heads,kv_heads", [(4, 4), (4, 2), (6, 2)])
-def test_logits_match_transformers(tmp_path, model_type, tie, heads,
-                                   kv_heads):
-  path = build_hf_checkpoint(str(tmp_path), model_type, tie=tie,
-                             num_heads=heads, num_kv_heads=kv_heads)
+def test_logits_match_transformers(tmp_path, model_type, tie, heads, kv_heads):
+  path = build_hf_checkpoint(
+    str(tmp_path), model_type, tie=tie, num_heads=heads, num_kv_heads=kv_heads
+  )
   tokens, mask = _batch(300)
   ref = hf_logits(path, tokens, mask)
   model = load_qwen(path)
@@ -61,18 +67,23 @@ def test_cache_decoding_matches_full_forward(tiny_qwen3_dir):
   cache = init_cache(model.cfg, 3, 16)
   steps = []
   for t in range(tokens.shape[1]):
-    logits, cache = model(jnp.asarray(tokens[:, t:t + 1]),
-                          jnp.asarray(mask[:, t:t + 1]), cache=cache)
+    logits, cache = model(
+      jnp.asarray(tokens[:, t : t + 1]),
+      jnp.asarray(mask[:, t : t + 1]),
+      cache=cache,
+    )
     steps.append(np.asarray(logits[:, 0]))
   stepwise = np.stack(steps, 1)
   real = mask.astype(bool)
   assert np.abs(stepwise[real] - np.asarray(full)[real]).max() <= 1e-4
   # a multi-token chunk appended to a cache (prefill then continuation)
   cache = init_cache(model.cfg, 3, 16)
-  a, cache = model(jnp.asarray(tokens[:, :5]), jnp.asarray(mask[:, :5]),
-                   cache=cache)
-  b, cache = model(jnp.asarray(tokens[:, 5:]), jnp.asarray(mask[:, 5:]),
-                   cache=cache)
+  a, cache = model(
+    jnp.asarray(tokens[:, :5]), jnp.asarray(mask[:, :5]), cache=cache
+  )
+  b, cache = model(
+    jnp.asarray(tokens[:, 5:]), jnp.asarray(mask[:, 5:]), cache=cache
+  )
   chunked = np.concatenate([np.asarray(a), np.asarray(b)], 1)
   assert np.abs(chunked[real] - np.asarray(full)[real]).max() <= 1e-4
   assert int(cache.end) == 9
@@ -80,8 +91,9 @@ def test_cache_decoding_matches_full_forward(tiny_qwen3_dir):
 
 
 def test_sharded_safetensors_and_v4_config(tmp_path):
-  path = build_hf_checkpoint(str(tmp_path), "qwen2", tie=False,
-                             max_shard_size="40KB", v4_config=True)
+  path = build_hf_checkpoint(
+    str(tmp_path), "qwen2", tie=False, max_shard_size="40KB", v4_config=True
+  )
   assert os.path.exists(os.path.join(path, "model.safetensors.index.json"))
   with open(os.path.join(path, "config.json")) as f:
     assert "rope_theta" in json.load(f)
@@ -93,8 +105,9 @@ def test_sharded_safetensors_and_v4_config(tmp_path):
 
 
 def test_bfloat16_params_load(tiny_qwen3_dir):
-  model = load_qwen(tiny_qwen3_dir, dtype=jnp.bfloat16,
-                    param_dtype=jnp.bfloat16)
+  model = load_qwen(
+    tiny_qwen3_dir, dtype=jnp.bfloat16, param_dtype=jnp.bfloat16
+  )
   assert model.embed[...].dtype == jnp.bfloat16
   tokens, mask = _batch(300)
   logits, _ = model(jnp.asarray(tokens), jnp.asarray(mask))
@@ -129,14 +142,16 @@ def test_unsupported_model_type_and_missing_key(tmp_path):
   _edit_config(path, lambda d: d.update(model_type="llama"))
   with pytest.raises(ConfigError, match="unsupported model_type 'llama'"):
     load_qwen(path)
-  _edit_config(path, lambda d: (d.update(model_type="qwen3"),
-                                d.pop("hidden_size")))
+  _edit_config(
+    path, lambda d: (d.update(model_type="qwen3"), d.pop("hidden_size"))
+  )
   with pytest.raises(ConfigError, match="missing required key 'hidden_size'"):
     load_qwen(path)
 
 
 def test_missing_and_misshaped_tensors(tmp_path):
   from safetensors.numpy import load_file, save_file
+
   path = build_hf_checkpoint(str(tmp_path), "qwen3", tie=False)
   st = os.path.join(path, "model.safetensors")
   tensors = load_file(st)
@@ -146,9 +161,11 @@ def test_missing_and_misshaped_tensors(tmp_path):
     load_qwen(path)
   tensors["model.layers.0.mlp.up_proj.weight"] = np.zeros((5, 5), np.float32)
   save_file(tensors, st)
-  with pytest.raises(CheckpointError,
-                     match=r"'model.layers.0.mlp.up_proj.weight' has shape "
-                           r"\(5, 5\), expected \(96, 48\)"):
+  with pytest.raises(
+    CheckpointError,
+    match=r"'model.layers.0.mlp.up_proj.weight' has shape "
+    r"\(5, 5\), expected \(96, 48\)",
+  ):
     load_qwen(path)
 
 

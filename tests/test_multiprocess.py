@@ -45,7 +45,8 @@ def test_single_process_helpers_are_plain_calls():
   assert distributed.allgather_lists([3, 4]) == [3, 4]
   assert distributed.global_any(False) is False
   assert distributed.fingerprint(np.arange(3)) != distributed.fingerprint(
-      np.arange(3).astype(np.int64) + 1)
+    np.arange(3).astype(np.int64) + 1
+  )
   distributed.assert_same_on_all_processes("x", np.arange(3))
 
 
@@ -57,21 +58,30 @@ def _build_models(out: str) -> None:
   from rla_jax.models import Qwen, QwenConfig, save_qwen  # pylint: disable=import-outside-toplevel
   from rla_jax.rl import agent_text  # pylint: disable=import-outside-toplevel
   from rla_jax.warmstart.bpe_tokenizer import train_bpe_tokenizer  # pylint: disable=import-outside-toplevel
+
   games = generate_split("train", 40, 0, room_size="small")
   obs, infos = make_env("native", len(games)).reset(games)
-  texts = [agent_text.policy_response_text("go to fridge 1", 3),
-           agent_text.judge_response_text(1),
-           agent_text.judge_response_text(-1)]
+  texts = [
+    agent_text.policy_response_text("go to fridge 1", 3),
+    agent_text.judge_response_text(1),
+    agent_text.judge_response_text(-1),
+  ]
   for o, admissible in zip(obs, infos["admissible_commands"]):
     prompt = agent_text.policy_step_text([o], [], admissible, 0)
-    texts += [prompt, agent_text.judge_step_text(
-        prompt, agent_text.policy_response_text(admissible[0], 1), o)]
+    texts += [
+      prompt,
+      agent_text.judge_step_text(
+        prompt, agent_text.policy_response_text(admissible[0], 1), o
+      ),
+    ]
   tok = train_bpe_tokenizer(texts * 3, 1000, os.path.join(out, "tok"))
   for seed, name in enumerate(("policy", "reward")):
-    cfg = QwenConfig("qwen3", len(tok), 64, 128, 2, 4, 2, 16,
-                     tie_word_embeddings=True)
-    save_qwen(Qwen(cfg, rngs=nnx.Rngs(seed)), os.path.join(out, name),
-              tokenizer=tok)
+    cfg = QwenConfig(
+      "qwen3", len(tok), 64, 128, 2, 4, 2, 16, tie_word_embeddings=True
+    )
+    save_qwen(
+      Qwen(cfg, rngs=nnx.Rngs(seed)), os.path.join(out, name), tokenizer=tok
+    )
 
 
 def _free_port() -> int:
@@ -81,11 +91,18 @@ def _free_port() -> int:
 
 
 def _start(models, workdir, out, env_extra, log):
-  env = {k: v for k, v in os.environ.items()
-         if not k.startswith("JAX_") and k != "XLA_FLAGS"}
+  env = {
+    k: v
+    for k, v in os.environ.items()
+    if not k.startswith("JAX_") and k != "XLA_FLAGS"
+  }
   env.update(env_extra, PYTHONPATH=_REPO, JAX_PLATFORMS="cpu")
-  return subprocess.Popen([sys.executable, _WORKER, models, workdir, out],
-                          env=env, stdout=log, stderr=subprocess.STDOUT)
+  return subprocess.Popen(
+    [sys.executable, _WORKER, models, workdir, out],
+    env=env,
+    stdout=log,
+    stderr=subprocess.STDOUT,
+  )
 
 
 def _wait_all(procs, logs, deadline):
@@ -105,8 +122,7 @@ def _wait_all(procs, logs, deadline):
     tails = []
     for p, path in zip(procs, logs):
       with open(path, errors="replace") as f:
-        tails.append(f"--- {path} (rc {p.returncode}) ---\n"
-                     + f.read()[-4000:])
+        tails.append(f"--- {path} (rc {p.returncode}) ---\n" + f.read()[-4000:])
     pytest.fail("worker failed or timed out:\n" + "\n".join(tails))
 
 
@@ -120,11 +136,24 @@ def runs(tmp_path_factory):
   procs, logs, outs = [], [], []
   deadline = time.monotonic() + _TIMEOUT_S
   for name, env in (
-      ("p0", {"JAX_COORDINATOR_ADDRESS": address, "JAX_NUM_PROCESSES": "2",
-              "JAX_PROCESS_ID": "0"}),
-      ("p1", {"JAX_COORDINATOR_ADDRESS": address, "JAX_NUM_PROCESSES": "2",
-              "JAX_PROCESS_ID": "1"}),
-      ("single", {})):
+    (
+      "p0",
+      {
+        "JAX_COORDINATOR_ADDRESS": address,
+        "JAX_NUM_PROCESSES": "2",
+        "JAX_PROCESS_ID": "0",
+      },
+    ),
+    (
+      "p1",
+      {
+        "JAX_COORDINATOR_ADDRESS": address,
+        "JAX_NUM_PROCESSES": "2",
+        "JAX_PROCESS_ID": "1",
+      },
+    ),
+    ("single", {}),
+  ):
     workdir = str(root / ("work_single" if name == "single" else "work_2p"))
     outs.append(str(root / f"{name}.npz"))
     logs.append(str(root / f"{name}.log"))
@@ -143,13 +172,15 @@ def _assert_results_match(a, b, rtol, atol, what):
       for ra, rb in zip(ha, hb):
         assert sorted(ra) == sorted(rb), what
         for k in ra:
-          np.testing.assert_allclose(ra[k], rb[k], rtol=rtol, atol=atol,
-                                     err_msg=f"{what}: metric {k}")
+          np.testing.assert_allclose(
+            ra[k], rb[k], rtol=rtol, atol=atol, err_msg=f"{what}: metric {k}"
+          )
     elif key == "rollout_actions":
       assert json.loads(str(a[key])) == json.loads(str(b[key])), what
     elif key not in ("process_count", "device_count", "env_batch_sizes"):
-      np.testing.assert_allclose(a[key], b[key], rtol=rtol, atol=atol,
-                                 err_msg=f"{what}: {key}")
+      np.testing.assert_allclose(
+        a[key], b[key], rtol=rtol, atol=atol, err_msg=f"{what}: {key}"
+      )
 
 
 @pytest.mark.slow
@@ -162,8 +193,9 @@ def test_two_processes_agree_with_each_other_and_with_one_process(runs):
   # Same global batches on one process: equal up to reduction order.
   _assert_results_match(p0, single, 1e-5, 1e-5, "2 processes vs 1")
   # Each process stepped only its own block of every rollout's games.
-  np.testing.assert_array_equal(p0["env_batch_sizes"] + p1["env_batch_sizes"],
-                                single["env_batch_sizes"])
+  np.testing.assert_array_equal(
+    p0["env_batch_sizes"] + p1["env_batch_sizes"], single["env_batch_sizes"]
+  )
   assert (p0["env_batch_sizes"] < single["env_batch_sizes"]).all()
   assert len(p0["rollout_tokens"]) > 100 and len(p0["judge_scores"]) > 10
 
@@ -173,11 +205,16 @@ def test_learner_updates_really_moved_parameters(runs):
   """Guards the comparison above against a no-op update."""
   from flax import nnx  # pylint: disable=import-outside-toplevel
   from rla_jax.models import Qwen  # pylint: disable=import-outside-toplevel
+
   sys.path.insert(0, os.path.dirname(_WORKER))
   from multiprocess_worker import _learner_model  # pylint: disable=import-outside-toplevel
-  init = {"learner/" + "/".join(map(str, path)): np.asarray(v.get_value())
-          for path, v in nnx.to_flat_state(
-              nnx.state(Qwen(_learner_model(), rngs=nnx.Rngs(0))))}
+
+  init = {
+    "learner/" + "/".join(map(str, path)): np.asarray(v.get_value())
+    for path, v in nnx.to_flat_state(
+      nnx.state(Qwen(_learner_model(), rngs=nnx.Rngs(0)))
+    )
+  }
   p0 = runs[0]
   moved = [k for k in init if np.abs(p0[k] - init[k]).max() > 1e-3]
   assert len(moved) == len(init), sorted(set(init) - set(moved))

@@ -7,17 +7,20 @@ import numpy as np
 from rla_jax.rl import evaluation
 
 # 2 trajectories x 3 step slots x m=3 votes; trajectory 1 has 2 real steps.
-SCORES = np.array([
-    [[1, 1, -1], [-1, -1, 1], [1, 0, 1]],   # votes +1, -1, +1
-    [[0, 1, -1], [1, 1, 1], [1, 1, 1]],     # votes -1, +1, (padding)
-])
+SCORES = np.array(
+  [
+    [[1, 1, -1], [-1, -1, 1], [1, 0, 1]],  # votes +1, -1, +1
+    [[0, 1, -1], [1, 1, 1], [1, 1, 1]],  # votes -1, +1, (padding)
+  ]
+)
 MASK = np.array([[True, True, True], [True, True, False]])
 LABELS = [[1, 1, -1], [-1, 1]]
 
 
 def test_majority_vote_needs_a_strict_majority_of_plus_ones():
-  np.testing.assert_array_equal(evaluation.majority_vote(SCORES),
-                                [[1, -1, 1], [-1, 1, 1]])
+  np.testing.assert_array_equal(
+    evaluation.majority_vote(SCORES), [[1, -1, 1], [-1, 1, 1]]
+  )
   assert evaluation.majority_vote(np.array([1, -1])) == -1  # tie
 
 
@@ -33,12 +36,13 @@ def test_process_accuracy_and_breakdown_by_hand():
 def test_breakdown_with_one_class_or_no_steps():
   out = evaluation.rm_process_breakdown(SCORES, MASK, [[1, 1, 1], [1, 1]])
   assert math.isnan(out["balanced_accuracy"])
-  empty = evaluation.rm_process_breakdown(SCORES, np.zeros_like(MASK),
-                                          LABELS)
+  empty = evaluation.rm_process_breakdown(SCORES, np.zeros_like(MASK), LABELS)
   assert math.isnan(empty["positive_rate"])
 
 
 def test_outcome_accuracy_by_hand():
   # mean step scores: traj 0 = 4/9 > 0 -> predicts success; traj 1 = 3/6 > 0
-  assert evaluation.rm_outcome_accuracy(SCORES, MASK,
-                                        np.array([True, False])) == 1 / 2
+  assert (
+    evaluation.rm_outcome_accuracy(SCORES, MASK, np.array([True, False]))
+    == 1 / 2
+  )

@@ -11,9 +11,16 @@ from rla_jax.models import Qwen, QwenConfig
 from rla_jax.models.logprobs import sequence_logprobs
 from rla_jax.sampling.sampler import Sampler
 
-CFG = QwenConfig("qwen3", vocab_size=211, hidden_size=64,
-                 intermediate_size=128, num_layers=2, num_heads=4,
-                 num_kv_heads=2, head_dim=16)
+CFG = QwenConfig(
+  "qwen3",
+  vocab_size=211,
+  hidden_size=64,
+  intermediate_size=128,
+  num_layers=2,
+  num_heads=4,
+  num_kv_heads=2,
+  head_dim=16,
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,19 +45,20 @@ def test_greedy_is_teacher_forced_argmax_and_logprobs_match(model, prompts):
   for p, toks, lps in zip(prompts, out.tokens, out.logprobs):
     seq = jnp.asarray([p + toks])
     logits, _ = model(seq)
-    argmax = np.asarray(jnp.argmax(logits[0, len(p) - 1:-1], -1)).tolist()
+    argmax = np.asarray(jnp.argmax(logits[0, len(p) - 1 : -1], -1)).tolist()
     assert argmax == toks
     train_lp = np.asarray(sequence_logprobs(model, seq, jnp.ones_like(seq)))
-    np.testing.assert_allclose(lps, train_lp[0, len(p):], atol=1e-4)
+    np.testing.assert_allclose(lps, train_lp[0, len(p) :], atol=1e-4)
 
 
 def test_sampled_logprobs_match_training_forward(model, prompts):
-  out = _sampler(model).generate(prompts, seed=7, temperature=0.7, top_p=0.9,
-                                 top_k=50)
+  out = _sampler(model).generate(
+    prompts, seed=7, temperature=0.7, top_p=0.9, top_k=50
+  )
   for p, toks, lps in zip(prompts, out.tokens, out.logprobs):
     seq = jnp.asarray([p + toks])
     train_lp = np.asarray(sequence_logprobs(model, seq, jnp.ones_like(seq)))
-    np.testing.assert_allclose(lps, train_lp[0, len(p):], atol=1e-4)
+    np.testing.assert_allclose(lps, train_lp[0, len(p) :], atol=1e-4)
 
 
 def test_left_padding_does_not_change_rows(model, prompts):
@@ -63,11 +71,11 @@ def test_left_padding_does_not_change_rows(model, prompts):
 def test_row_stops_at_stop_token_while_others_continue(model, prompts):
   free = _sampler(model).generate(prompts, greedy=True)
   stop = free.tokens[0][2]  # row 0 emits this at step 3
-  out = _sampler(model, stop_token_ids=[stop, 1]).generate(prompts,
-                                                           greedy=True)
+  out = _sampler(model, stop_token_ids=[stop, 1]).generate(prompts, greedy=True)
   for row_free, row, stopped in zip(free.tokens, out.tokens, out.stopped):
-    cut = next((j + 1 for j, t in enumerate(row_free) if t in (stop, 1)),
-               len(row_free))
+    cut = next(
+      (j + 1 for j, t in enumerate(row_free) if t in (stop, 1)), len(row_free)
+    )
     assert row == row_free[:cut]
     assert stopped == (cut < len(row_free) or row_free[-1] in (stop, 1))
   assert out.lengths[0] == 3 and max(out.lengths) == 10
@@ -84,8 +92,10 @@ def test_seeded_sampling_is_deterministic(model, prompts):
 
 def test_top_k_one_is_greedy(model, prompts):
   sampler = _sampler(model)
-  assert (sampler.generate(prompts, seed=3, top_k=1).tokens ==
-          sampler.generate(prompts, greedy=True).tokens)
+  assert (
+    sampler.generate(prompts, seed=3, top_k=1).tokens
+    == sampler.generate(prompts, greedy=True).tokens
+  )
 
 
 def test_session_continuation_equals_reencoding(model, prompts):
@@ -94,8 +104,9 @@ def test_session_continuation_equals_reencoding(model, prompts):
   rng = np.random.RandomState(1)
   history = [[] for _ in prompts]
   turn_inputs = [prompts] + [
-      [list(map(int, rng.randint(3, 211, size=n))) for n in sizes]
-      for sizes in ((4, 2, 9, 1), (6, 6, 3, 2))]
+    [list(map(int, rng.randint(3, 211, size=n))) for n in sizes]
+    for sizes in ((4, 2, 9, 1), (6, 6, 3, 2))
+  ]
   for new in turn_inputs:
     out = session.turn(new, greedy=True)
     for i in range(4):
@@ -107,49 +118,62 @@ def test_session_continuation_equals_reencoding(model, prompts):
     for i in range(4):
       history[i] += out.tokens[i]
   # an inactive row appends and generates nothing
-  out = session.turn([[5], [], [6], [7]], active=[True, False, True, True],
-                     greedy=True)
+  out = session.turn(
+    [[5], [], [6], [7]], active=[True, False, True, True], greedy=True
+  )
   assert out.tokens[1] == [] and all(len(t) for t in out.tokens[::2])
 
 
 def test_no_recompilation_once_buckets_are_warm(model):
-  sampler = _sampler(model, prompt_buckets=(16, 32, 64),
-                     batch_buckets=(4, 8))
+  sampler = _sampler(model, prompt_buckets=(16, 32, 64), batch_buckets=(4, 8))
   rng = np.random.RandomState(2)
-  make = lambda n, b: [list(map(int, rng.randint(3, 211, size=rng.randint(
-      1, n + 1)))) for _ in range(b)]  # noqa: E731
+  make = lambda n, b: [
+    list(map(int, rng.randint(3, 211, size=rng.randint(1, n + 1))))
+    for _ in range(b)
+  ]  # noqa: E731
   for n in (16, 32, 64):  # warm every (prompt bucket, batch bucket)
     for b in (4, 8):
       sampler.generate(make(n, b), greedy=True)
   with CompileCounter() as counter:
     for call in range(20):
       batch = make(int(rng.choice([5, 16, 30, 64])), int(rng.randint(1, 9)))
-      sampler.generate(batch, seed=call, temperature=float(rng.uniform(0.5, 1)),
-                       top_p=float(rng.uniform(0.8, 1)),
-                       top_k=int(rng.randint(0, 20)),
-                       greedy=bool(call % 2),
-                       max_new_tokens=int(rng.randint(1, 11)))
+      sampler.generate(
+        batch,
+        seed=call,
+        temperature=float(rng.uniform(0.5, 1)),
+        top_p=float(rng.uniform(0.8, 1)),
+        top_k=int(rng.randint(0, 20)),
+        greedy=bool(call % 2),
+        max_new_tokens=int(rng.randint(1, 11)),
+      )
   assert counter.count == 0
 
 
 def test_bad_requests_fail_before_compiling(model, prompts):
   sampler = _sampler(model, max_prompt_len=32)
   with CompileCounter() as counter:
-    with pytest.raises(ValueError, match="prompt 1 has 40 tokens, more than "
-                                         "max_prompt_len=32"):
+    with pytest.raises(
+      ValueError, match="prompt 1 has 40 tokens, more than max_prompt_len=32"
+    ):
       sampler.generate([[3], [4] * 40])
     with pytest.raises(ValueError, match="prompt 0 is empty"):
       sampler.generate([[]])
-    with pytest.raises(ValueError, match="token id 211 outside the "
-                                         r"vocabulary \[0, 211\)"):
+    with pytest.raises(
+      ValueError,
+      match="token id 211 outside the "
+      r"vocabulary \[0, 211\)",
+    ):
       sampler.generate([[3, 211]])
     with pytest.raises(ValueError, match="no prompts given"):
       sampler.generate([])
   assert counter.count == 0
   session = sampler.session(batch_size=1, num_slots=40)
-  with pytest.raises(ValueError, match=r"cache overflow: 0 slots used \+ "
-                                       r"chunk bucket 32 \+ max_new_tokens "
-                                       r"10 > 40 slots"):
+  with pytest.raises(
+    ValueError,
+    match=r"cache overflow: 0 slots used \+ "
+    r"chunk bucket 32 \+ max_new_tokens "
+    r"10 > 40 slots",
+  ):
     session.turn([[5] * 20])
 
 
@@ -161,19 +185,22 @@ def test_num_samples_share_one_prefill(model, prompts):
   assert greedy.tokens == [t for t in single.tokens for _ in range(m)]
   out = sampler.generate(prompts, seed=5, temperature=1.0, num_samples=m)
   assert len(out.tokens) == len(prompts) * m
-  assert out.tokens == sampler.generate(prompts, seed=5, temperature=1.0,
-                                        num_samples=m).tokens
+  assert (
+    out.tokens
+    == sampler.generate(prompts, seed=5, temperature=1.0, num_samples=m).tokens
+  )
   for i, p in enumerate(prompts):
-    samples = out.tokens[i * m:(i + 1) * m]
+    samples = out.tokens[i * m : (i + 1) * m]
     assert len({tuple(s) for s in samples}) > 1  # independent draws
-    for toks, lps in zip(samples, out.logprobs[i * m:(i + 1) * m]):
+    for toks, lps in zip(samples, out.logprobs[i * m : (i + 1) * m]):
       seq = jnp.asarray([p + toks])
       train_lp = np.asarray(sequence_logprobs(model, seq, jnp.ones_like(seq)))
-      np.testing.assert_allclose(lps, train_lp[0, len(p):], atol=1e-4)
+      np.testing.assert_allclose(lps, train_lp[0, len(p) :], atol=1e-4)
 
 
 def test_geometric_buckets_bound_padding():
   from rla_jax.sampling.buckets import geometric_buckets
+
   b = geometric_buckets(16, 1024, per_octave=4, multiple=16)
   assert b[0] == 16 and b[-1] == 1024 and list(b) == sorted(set(b))
   assert all(x % 16 == 0 for x in b)

@@ -19,15 +19,24 @@ from rla_jax import sharding as shd
 
 def test_sharded_logits_and_sampling_match_unsharded(tmp_path):
   # heads 8 / kv 4 / hidden 64 / vocab 320: divisible by every mesh axis
-  path = build_hf_checkpoint(str(tmp_path), "qwen3", tie=False, num_heads=8,
-                             num_kv_heads=4, hidden=64, vocab=320)
-  script = os.path.join(os.path.dirname(__file__),
-                        "sharded_equivalence_script.py")
-  proc = subprocess.run([sys.executable, script, path], capture_output=True,
-                        text=True, timeout=300)
+  path = build_hf_checkpoint(
+    str(tmp_path),
+    "qwen3",
+    tie=False,
+    num_heads=8,
+    num_kv_heads=4,
+    hidden=64,
+    vocab=320,
+  )
+  script = os.path.join(
+    os.path.dirname(__file__), "sharded_equivalence_script.py"
+  )
+  proc = subprocess.run(
+    [sys.executable, script, path], capture_output=True, text=True, timeout=300
+  )
   assert proc.returncode == 0, proc.stderr[-3000:]
   line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1]
-  result = json.loads(line[len("RESULT "):])
+  result = json.loads(line[len("RESULT ") :])
   for key in ("2x2x2/train", "2x2x2/sample", "2x4/train", "2x4/sample"):
     assert result[key]["diff"] <= 1e-4, (key, result[key])
     assert result[key]["sharded_params"] > 0, key  # really sharded
@@ -42,22 +51,25 @@ class _FakeMesh:
 def test_logical_rules_drop_axes_that_do_not_divide():
   mesh = _FakeMesh(data=2, fsdp=2, tensor=4)
   # 2 kv heads cannot split over tensor=4: replicated on that axis.
-  assert shd.logical_to_spec(("embed", "kv_heads", "head_dim"), (64, 2, 16),
-                             mesh, shd.TRAIN_RULES) == P("fsdp", None, None)
-  assert shd.logical_to_spec(("embed", "heads", "head_dim"), (64, 8, 16),
-                             mesh, shd.TRAIN_RULES) == P("fsdp", "tensor",
-                                                         None)
-  assert shd.logical_to_spec(("embed", "heads", "head_dim"), (64, 8, 16),
-                             mesh, shd.SAMPLE_RULES) == P(None, "tensor",
-                                                          None)
-  assert shd.logical_to_spec(("batch", "length"), (8, 5), mesh,
-                             shd.TRAIN_RULES) == P(("data", "fsdp"), None)
+  assert shd.logical_to_spec(
+    ("embed", "kv_heads", "head_dim"), (64, 2, 16), mesh, shd.TRAIN_RULES
+  ) == P("fsdp", None, None)
+  assert shd.logical_to_spec(
+    ("embed", "heads", "head_dim"), (64, 8, 16), mesh, shd.TRAIN_RULES
+  ) == P("fsdp", "tensor", None)
+  assert shd.logical_to_spec(
+    ("embed", "heads", "head_dim"), (64, 8, 16), mesh, shd.SAMPLE_RULES
+  ) == P(None, "tensor", None)
+  assert shd.logical_to_spec(
+    ("batch", "length"), (8, 5), mesh, shd.TRAIN_RULES
+  ) == P(("data", "fsdp"), None)
   with pytest.raises(KeyError, match="no sharding rule for logical axis"):
     shd.logical_to_spec(("bogus",), (4,), mesh, shd.TRAIN_RULES)
 
 
 def test_make_mesh_sizes():
   import jax
+
   mesh = shd.make_mesh(1, -1, 1)
   assert mesh.shape == {"data": 1, "fsdp": jax.device_count(), "tensor": 1}
   with pytest.raises(ValueError, match="needs 3 devices"):

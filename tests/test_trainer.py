@@ -9,19 +9,31 @@ from rla_jax.models import Qwen, QwenConfig
 from rla_jax.rl.trainer import Learner, OptimConfig, Sample, pack_samples
 from rla_jax.sampling.sampler import Sampler
 
-CFG = QwenConfig("qwen3", vocab_size=97, hidden_size=32, intermediate_size=64,
-                 num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8)
+CFG = QwenConfig(
+  "qwen3",
+  vocab_size=97,
+  hidden_size=32,
+  intermediate_size=64,
+  num_layers=2,
+  num_heads=4,
+  num_kv_heads=2,
+  head_dim=8,
+)
 
 
 def _samples(model, seed=0):
   rng = np.random.RandomState(seed)
-  prompts = [list(map(int, rng.randint(2, 97, size=n))) for n in
-             (3, 9, 14, 5, 7, 11)]
+  prompts = [
+    list(map(int, rng.randint(2, 97, size=n))) for n in (3, 9, 14, 5, 7, 11)
+  ]
   out = Sampler(model, max_prompt_len=16, max_new_tokens=6).generate(
-      prompts, seed=seed)
+    prompts, seed=seed
+  )
   adv = rng.randn(len(prompts))
-  return [Sample(p, t, lp, float(a)) for p, t, lp, a in
-          zip(prompts, out.tokens, out.logprobs, adv)]
+  return [
+    Sample(p, t, lp, float(a))
+    for p, t, lp, a in zip(prompts, out.tokens, out.logprobs, adv)
+  ]
 
 
 def test_first_microbatch_ratio_is_one_and_params_move():
@@ -35,8 +47,10 @@ def test_first_microbatch_ratio_is_one_and_params_move():
   assert abs(out["ratio"] - 1.0) < 1e-5 and out["clip_frac"] == 0.0
   assert out["num_samples"] == len(samples)
   after = jax.tree.map(np.asarray, nnx.state(learner.model()))
-  moved = [np.abs(a - b).max() for a, b in
-           zip(jax.tree.leaves(after), jax.tree.leaves(before))]
+  moved = [
+    np.abs(a - b).max()
+    for a, b in zip(jax.tree.leaves(after), jax.tree.leaves(before))
+  ]
   assert min(moved) > 0
   second = learner.update(samples)  # now off-policy: the ratio moves
   assert abs(second["first_microbatch_ratio"] - 1.0) > 1e-4
@@ -48,8 +62,10 @@ def test_micro_batch_accumulation_equals_one_batch(micro):
   samples = _samples(model, seed=1)
   results = {}
   for mb in (micro, 8):
-    learner = Learner(Qwen(CFG, rngs=nnx.Rngs(1)),
-                      OptimConfig(learning_rate=1e-3, micro_batch_size=mb))
+    learner = Learner(
+      Qwen(CFG, rngs=nnx.Rngs(1)),
+      OptimConfig(learning_rate=1e-3, micro_batch_size=mb),
+    )
     out = learner.update(samples)
     results[mb] = (out, jax.tree.map(np.asarray, nnx.state(learner.model())))
   (a_out, a_params), (b_out, b_params) = results[micro], results[8]
@@ -63,8 +79,9 @@ def test_pack_samples_rejects_misaligned_logprobs():
   s = Sample([1, 2], [3, 4, 5], np.zeros(2, np.float32), 1.0)
   with pytest.raises(ValueError, match="2 old log-probs for 3 response"):
     pack_samples([s], 8, 1)
-  packed = pack_samples([Sample([1, 2], [3], np.ones(1, np.float32), 2.0)],
-                        4, 2)
+  packed = pack_samples(
+    [Sample([1, 2], [3], np.ones(1, np.float32), 2.0)], 4, 2
+  )
   assert packed["response_mask"].tolist() == [[0, 0, 1, 0], [0, 0, 0, 0]]
   assert packed["old_logprobs"][0, 2] == 1.0
 
@@ -74,6 +91,7 @@ def test_updates_of_any_size_reuse_one_program_per_length_bucket():
   samples = 1..3 micro-batches of 2) compiles nothing once the sequence
   bucket is warm."""
   from rla_jax.compile_counter import CompileCounter
+
   model = Qwen(CFG, rngs=nnx.Rngs(2))
   samples = _samples(model, seed=2)
   learner = Learner(model, OptimConfig(learning_rate=1e-3, micro_batch_size=2))
@@ -90,6 +108,7 @@ def test_one_micro_batch_warms_every_later_micro_batch():
   update of ONE micro-batch, updates of several compile nothing (an
   uncommitted zero carry compiled a second accumulate program)."""
   from rla_jax.compile_counter import CompileCounter
+
   model = Qwen(CFG, rngs=nnx.Rngs(2))
   samples = _samples(model, seed=2)
   learner = Learner(model, OptimConfig(learning_rate=1e-3, micro_batch_size=2))
@@ -104,31 +123,40 @@ def test_micro_batches_pad_to_their_own_length_bucket(monkeypatch):
   micro-batches of 2 pad to their own bucket (32, 32, 64), and the update
   equals one batch padded to 64."""
   from rla_jax.rl import trainer
+
   model = Qwen(CFG, rngs=nnx.Rngs(3))
   rng = np.random.RandomState(3)
-  prompts = [list(map(int, rng.randint(2, 97, size=n))) for n in
-             (40, 3, 33, 8, 20, 2)]
+  prompts = [
+    list(map(int, rng.randint(2, 97, size=n))) for n in (40, 3, 33, 8, 20, 2)
+  ]
   out = Sampler(model, max_prompt_len=48, max_new_tokens=5).generate(
-      prompts, seed=3)
-  samples = [Sample(p, t, lp, float(a)) for p, t, lp, a in
-             zip(prompts, out.tokens, out.logprobs, rng.randn(6))]
+    prompts, seed=3
+  )
+  samples = [
+    Sample(p, t, lp, float(a))
+    for p, t, lp, a in zip(prompts, out.tokens, out.logprobs, rng.randn(6))
+  ]
   assert sorted(len(s.prompt) + len(s.response) for s in samples)[3] <= 32
   seen = []
+
   def recording_pack(chunk, seq_len, num_rows, pad_id=0):
     seen.append((num_rows, seq_len))
     return pack_samples(chunk, seq_len, num_rows, pad_id)
+
   monkeypatch.setattr(trainer, "pack_samples", recording_pack)
   results = {}
   for mb in (2, 8):
-    learner = Learner(Qwen(CFG, rngs=nnx.Rngs(3)),
-                      OptimConfig(learning_rate=1e-3, micro_batch_size=mb))
+    learner = Learner(
+      Qwen(CFG, rngs=nnx.Rngs(3)),
+      OptimConfig(learning_rate=1e-3, micro_batch_size=mb),
+    )
     stats = learner.update(samples)
     results[mb] = (stats, jax.tree.map(np.asarray, nnx.state(learner.model())))
   assert seen == [(2, 32), (2, 32), (2, 64), (8, 64)]
-  assert results[2][0]["loss"] == pytest.approx(results[8][0]["loss"],
-                                                abs=1e-6)
-  for x, y in zip(jax.tree.leaves(results[2][1]),
-                  jax.tree.leaves(results[8][1])):
+  assert results[2][0]["loss"] == pytest.approx(results[8][0]["loss"], abs=1e-6)
+  for x, y in zip(
+    jax.tree.leaves(results[2][1]), jax.tree.leaves(results[8][1])
+  ):
     np.testing.assert_allclose(x, y, atol=1e-5)  # float sum order
 
 
@@ -144,25 +172,32 @@ def _kl_to_behaviour(learner, samples):
 def test_target_kl_stops_the_epoch_before_an_update_past_the_limit():
   model = Qwen(CFG, rngs=nnx.Rngs(3))
   samples = _samples(model, seed=3) * 2  # 12 samples: 4 updates of 3
-  full = Learner(Qwen(CFG, rngs=nnx.Rngs(3)),
-                 OptimConfig(learning_rate=3e-2, micro_batch_size=4))
+  full = Learner(
+    Qwen(CFG, rngs=nnx.Rngs(3)),
+    OptimConfig(learning_rate=3e-2, micro_batch_size=4),
+  )
   assert len(full.train_epoch(samples, 4)) == 4  # target_kl 0: no stop
   # After one big step, the second mini-batch's KL (numpy, at the updated
   # parameters) decides whether the second step runs.
-  probe = Learner(Qwen(CFG, rngs=nnx.Rngs(3)),
-                  OptimConfig(learning_rate=3e-2, micro_batch_size=4))
+  probe = Learner(
+    Qwen(CFG, rngs=nnx.Rngs(3)),
+    OptimConfig(learning_rate=3e-2, micro_batch_size=4),
+  )
   probe.update(samples[:3])
   kl = _kl_to_behaviour(probe, samples[3:6])
   assert kl > 1e-3
   for target, applied in ((kl / 1.5 * 0.9, 1), (kl / 1.5 * 1.1, 2)):
-    learner = Learner(Qwen(CFG, rngs=nnx.Rngs(3)),
-                      OptimConfig(learning_rate=3e-2, micro_batch_size=4,
-                                  target_kl=target))
+    learner = Learner(
+      Qwen(CFG, rngs=nnx.Rngs(3)),
+      OptimConfig(learning_rate=3e-2, micro_batch_size=4, target_kl=target),
+    )
     out = learner.train_epoch(samples, 4)
     assert len(out) >= applied
     if applied == 1:
       assert len(out) == 1
       # the stopped epoch left the parameters of its one update
-      for x, y in zip(jax.tree.leaves(nnx.state(learner.model())),
-                      jax.tree.leaves(nnx.state(probe.model()))):
+      for x, y in zip(
+        jax.tree.leaves(nnx.state(learner.model())),
+        jax.tree.leaves(nnx.state(probe.model())),
+      ):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-6)

@@ -23,25 +23,30 @@ def _batch(vocab, seed=0):
   return tokens, mask
 
 
-@pytest.mark.parametrize("model_type,tie", [("qwen2", False),
-                                            ("qwen3", True)])
+@pytest.mark.parametrize("model_type,tie", [("qwen2", False), ("qwen3", True)])
 def test_unrolled_forward_equals_scanned_forward(tmp_path, model_type, tie):
-  model = load_qwen(build_hf_checkpoint(str(tmp_path), model_type, tie=tie,
-                                        num_heads=4, num_kv_heads=2))
+  model = load_qwen(
+    build_hf_checkpoint(
+      str(tmp_path), model_type, tie=tie, num_heads=4, num_kv_heads=2
+    )
+  )
   tokens, mask = _batch(300)
   ref, _ = model(jnp.asarray(tokens), jnp.asarray(mask))  # lax.scan path
   params = unrolled.unstack(model)
   cache = init_cache(model.cfg, 3, 16)
-  h, cache = unrolled.forward(model.cfg, params, jnp.asarray(tokens),
-                              jnp.asarray(mask), cache)
+  h, cache = unrolled.forward(
+    model.cfg, params, jnp.asarray(tokens), jnp.asarray(mask), cache
+  )
   ours = unrolled.logits(model.cfg, params, h)
   real = mask.astype(bool)
   assert np.abs(np.asarray(ours)[real] - np.asarray(ref)[real]).max() <= 1e-5
   # one [B, K, S, H] buffer per layer, the chunk written at slots [0, 9)
   cfg = model.cfg
   assert len(cache.k) == len(cache.v) == cfg.num_layers
-  assert all(x.shape == (3, cfg.num_kv_heads, 16, cfg.head_dim)
-             for x in cache.k + cache.v)
+  assert all(
+    x.shape == (3, cfg.num_kv_heads, 16, cfg.head_dim)
+    for x in cache.k + cache.v
+  )
   assert int(cache.end) == 9
   assert not np.asarray(cache.k[0])[:, :, 9:].any()
 
@@ -56,7 +61,7 @@ def _scan_greedy(model, prompt, n):
     tok = int(jnp.argmax(logp))
     seq.append(tok)
     lps.append(float(logp[tok]))
-  return seq[len(prompt):], np.asarray(lps, np.float32)
+  return seq[len(prompt) :], np.asarray(lps, np.float32)
 
 
 def test_sampler_decode_equals_scanned_reference(tiny_qwen3_dir):
@@ -64,7 +69,8 @@ def test_sampler_decode_equals_scanned_reference(tiny_qwen3_dir):
   rng = np.random.RandomState(3)
   prompts = [list(map(int, rng.randint(3, 300, size=n))) for n in (5, 12)]
   out = Sampler(model, max_prompt_len=16, max_new_tokens=8).generate(
-      prompts, greedy=True)
+    prompts, greedy=True
+  )
   for p, toks, lps in zip(prompts, out.tokens, out.logprobs):
     ref_toks, ref_lps = _scan_greedy(model, p, 8)
     assert toks == ref_toks
@@ -73,11 +79,14 @@ def test_sampler_decode_equals_scanned_reference(tiny_qwen3_dir):
 
 def test_session_turns_compile_nothing_after_warm_up(tiny_qwen3_dir):
   model = load_qwen(tiny_qwen3_dir)
-  sampler = Sampler(model, max_prompt_len=16, max_new_tokens=4,
-                    prompt_buckets=(8, 16))
+  sampler = Sampler(
+    model, max_prompt_len=16, max_new_tokens=4, prompt_buckets=(8, 16)
+  )
   rng = np.random.RandomState(4)
-  turn = lambda n: [list(map(int, rng.randint(3, 300, size=n)))  # noqa: E731
-                    for _ in range(2)]
+  turn = lambda n: [
+    list(map(int, rng.randint(3, 300, size=n)))  # noqa: E731
+    for _ in range(2)
+  ]
   warm = sampler.session(batch_size=2, num_slots=128)
   for n in (5, 13):  # one turn per chunk bucket
     warm.turn(turn(n), greedy=True)
@@ -90,8 +99,9 @@ def test_session_turns_compile_nothing_after_warm_up(tiny_qwen3_dir):
 
 
 def test_first_argmax_matches_argmax_with_ties():
-  x = jnp.asarray([[1.0, 3.0, 3.0, 0.0], [-2.0, -1.0, -5.0, -1.0],
-                   [0.0, 0.0, 0.0, 0.0]])
+  x = jnp.asarray(
+    [[1.0, 3.0, 3.0, 0.0], [-2.0, -1.0, -5.0, -1.0], [0.0, 0.0, 0.0, 0.0]]
+  )
   assert np.asarray(first_argmax(x)).tolist() == [1, 1, 0]
   y = jax.random.normal(jax.random.key(0), (8, 4096))
   np.testing.assert_array_equal(first_argmax(y), jnp.argmax(y, -1))

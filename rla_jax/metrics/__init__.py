@@ -1,9 +1,19 @@
 """Metrics and reporting: per-step writer (TensorBoard + JSONL + terminal) and reports."""
 
-from rla_jax.metrics.ablation import (mean_and_sample_std, plot_ablation_curves,
-                                      write_ablation_table)
+from rla_jax.metrics.ablation import (
+  mean_and_sample_std,
+  plot_ablation_curves,
+  write_ablation_table,
+)
 from rla_jax.metrics.summary import last_values, summary_markdown, write_summary
 from rla_jax.metrics.writer import MetricsWriter
 
-__all__ = ["MetricsWriter", "write_summary", "summary_markdown", "last_values",
-           "write_ablation_table", "plot_ablation_curves", "mean_and_sample_std"]
+__all__ = [
+  "MetricsWriter",
+  "write_summary",
+  "summary_markdown",
+  "last_values",
+  "write_ablation_table",
+  "plot_ablation_curves",
+  "mean_and_sample_std",
+]

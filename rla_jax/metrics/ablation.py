@@ -13,126 +13,168 @@ import numbers
 from typing import Mapping, Sequence
 
 from rla_jax.metrics import keys as K
-from rla_jax.metrics.summary import check_history, finish_panel, metric_series, save_figure
+from rla_jax.metrics.summary import (
+  check_history,
+  finish_panel,
+  metric_series,
+  save_figure,
+)
 
-ABLATION_CURVE_KEYS = (K.TRAIN_ROLLOUT_ACCURACY,) + tuple(k for _, k in K.TABLE1_COLUMNS)
+ABLATION_CURVE_KEYS = (K.TRAIN_ROLLOUT_ACCURACY,) + tuple(
+  k for _, k in K.TABLE1_COLUMNS
+)
 
 
 def mean_and_sample_std(values: Sequence[float]) -> tuple[float, float | None]:
-    """Mean and sample standard deviation over seeds.
+  """Mean and sample standard deviation over seeds.
 
-    For S seeds x_1..x_S: mean = sum_s x_s / S;
-    std = sqrt(sum_s (x_s - mean)^2 / (S - 1))  (Bessel-corrected, ddof=1); None if S = 1.
-    """
-    if not values:
-        raise ValueError("mean_and_sample_std: no values")
-    n = len(values)
-    mean = math.fsum(values) / n
-    if n == 1:
-        return mean, None
-    return mean, math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (n - 1))
+  For S seeds x_1..x_S: mean = sum_s x_s / S;
+  std = sqrt(sum_s (x_s - mean)^2 / (S - 1))  (Bessel-corrected, ddof=1); None if S = 1.
+  """
+  if not values:
+    raise ValueError("mean_and_sample_std: no values")
+  n = len(values)
+  mean = math.fsum(values) / n
+  if n == 1:
+    return mean, None
+  return mean, math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (n - 1))
 
 
-def _seed_values(stage: str, seeds: Sequence[Mapping], key: str) -> list[float] | None:
-    """The key's value in every seed dict; None if no seed has it; error if only some."""
-    have = [i for i, d in enumerate(seeds) if key in d]
-    if not have:
-        return None
-    if len(have) != len(seeds):
-        missing = sorted(set(range(len(seeds))) - set(have))
-        raise ValueError(f"ablation stage {stage!r}: {key!r} is missing from seed(s) "
-                         f"{missing} but present in others")
-    values = []
-    for i, d in enumerate(seeds):
-        v = d[key]
-        if (isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v)
-                or not 0.0 <= v <= 1.0):
-            raise ValueError(f"ablation stage {stage!r}, seed {i}: {key!r} = {v!r}; expected "
-                             "a fraction in [0, 1]")
-        values.append(float(v))
-    return values
+def _seed_values(
+  stage: str, seeds: Sequence[Mapping], key: str
+) -> list[float] | None:
+  """The key's value in every seed dict; None if no seed has it; error if only some."""
+  have = [i for i, d in enumerate(seeds) if key in d]
+  if not have:
+    return None
+  if len(have) != len(seeds):
+    missing = sorted(set(range(len(seeds))) - set(have))
+    raise ValueError(
+      f"ablation stage {stage!r}: {key!r} is missing from seed(s) "
+      f"{missing} but present in others"
+    )
+  values = []
+  for i, d in enumerate(seeds):
+    v = d[key]
+    if (
+      isinstance(v, bool)
+      or not isinstance(v, numbers.Real)
+      or not math.isfinite(v)
+      or not 0.0 <= v <= 1.0
+    ):
+      raise ValueError(
+        f"ablation stage {stage!r}, seed {i}: {key!r} = {v!r}; expected "
+        "a fraction in [0, 1]"
+      )
+    values.append(float(v))
+  return values
 
 
 def ablation_markdown(results: Mapping[str, Sequence[Mapping]]) -> str:
-    """Table-1 markdown: one row per stage, cells "mean ± std" in percent (1 decimal)."""
-    if not results:
-        raise ValueError("ablation table: results is empty")
-    header = "| Stage | seeds | " + " | ".join(t for t, _ in K.TABLE1_COLUMNS) + " |"
-    lines = [header, "|" + "---|" * (2 + len(K.TABLE1_COLUMNS))]
-    for stage, seeds in results.items():
-        if not seeds:
-            raise ValueError(f"ablation stage {stage!r}: no seed results")
-        cells = []
-        for _, key in K.TABLE1_COLUMNS:
-            values = _seed_values(stage, seeds, key)
-            if values is None:
-                cells.append("—")
-                continue
-            mean, std = mean_and_sample_std(values)
-            cells.append(f"{100 * mean:.1f}" + ("" if std is None else f" ± {100 * std:.1f}"))
-        lines.append(f"| {stage} | {len(seeds)} | " + " | ".join(cells) + " |")
-    lines += ["", "Values in percent: mean ± sample std (ddof=1) over seeds; no ± with one "
-              "seed; — = not measured."]
-    return "\n".join(lines) + "\n"
+  """Table-1 markdown: one row per stage, cells "mean ± std" in percent (1 decimal)."""
+  if not results:
+    raise ValueError("ablation table: results is empty")
+  header = (
+    "| Stage | seeds | " + " | ".join(t for t, _ in K.TABLE1_COLUMNS) + " |"
+  )
+  lines = [header, "|" + "---|" * (2 + len(K.TABLE1_COLUMNS))]
+  for stage, seeds in results.items():
+    if not seeds:
+      raise ValueError(f"ablation stage {stage!r}: no seed results")
+    cells = []
+    for _, key in K.TABLE1_COLUMNS:
+      values = _seed_values(stage, seeds, key)
+      if values is None:
+        cells.append("—")
+        continue
+      mean, std = mean_and_sample_std(values)
+      cells.append(
+        f"{100 * mean:.1f}" + ("" if std is None else f" ± {100 * std:.1f}")
+      )
+    lines.append(f"| {stage} | {len(seeds)} | " + " | ".join(cells) + " |")
+  lines += [
+    "",
+    "Values in percent: mean ± sample std (ddof=1) over seeds; no ± with one "
+    "seed; — = not measured.",
+  ]
+  return "\n".join(lines) + "\n"
 
 
-def write_ablation_table(results: Mapping[str, Sequence[Mapping]], out_path: str) -> str:
-    """Writes ``ablation_markdown(results)`` to out_path and returns it."""
-    text = ablation_markdown(results)
-    with open(out_path, "w", encoding="utf-8") as f:
-        f.write(text)
-    return text
+def write_ablation_table(
+  results: Mapping[str, Sequence[Mapping]], out_path: str
+) -> str:
+  """Writes ``ablation_markdown(results)`` to out_path and returns it."""
+  text = ablation_markdown(results)
+  with open(out_path, "w", encoding="utf-8") as f:
+    f.write(text)
+  return text
 
 
 def _common_curve(stage: str, key: str, runs: Sequence[Sequence[dict]]):
-    """(steps, mean, min, max) over seeds at the steps every seed evaluated; None if no
-    seed has the key."""
-    series = [metric_series(run, key) for run in runs]
-    if not any(values for _, values in series):
-        return None
-    common = sorted(set.intersection(*(set(steps) for steps, _ in series)))
-    if not common:
-        raise ValueError(f"ablation curves, stage {stage!r}: seeds share no step with a "
-                         f"value for {key!r}")
-    by_step = [dict(zip(steps, values)) for steps, values in series]
-    per_step = [[d[s] for d in by_step] for s in common]
-    return (common, [math.fsum(v) / len(v) for v in per_step],
-            [min(v) for v in per_step], [max(v) for v in per_step])
+  """(steps, mean, min, max) over seeds at the steps every seed evaluated; None if no
+  seed has the key."""
+  series = [metric_series(run, key) for run in runs]
+  if not any(values for _, values in series):
+    return None
+  common = sorted(set.intersection(*(set(steps) for steps, _ in series)))
+  if not common:
+    raise ValueError(
+      f"ablation curves, stage {stage!r}: seeds share no step with a "
+      f"value for {key!r}"
+    )
+  by_step = [dict(zip(steps, values)) for steps, values in series]
+  per_step = [[d[s] for d in by_step] for s in common]
+  return (
+    common,
+    [math.fsum(v) / len(v) for v in per_step],
+    [min(v) for v in per_step],
+    [max(v) for v in per_step],
+  )
 
 
-def plot_ablation_curves(histories: Mapping[str, Sequence[Sequence[dict]]], png_path: str,
-                         *, keys: Sequence[str] = ABLATION_CURVE_KEYS) -> str:
-    """PNG with one panel per key: per stage, the mean over seeds and a min-max band.
+def plot_ablation_curves(
+  histories: Mapping[str, Sequence[Sequence[dict]]],
+  png_path: str,
+  *,
+  keys: Sequence[str] = ABLATION_CURVE_KEYS,
+) -> str:
+  """PNG with one panel per key: per stage, the mean over seeds and a min-max band.
 
-    histories maps stage -> one history (list of per-step dicts) per seed; curves use the
-    steps at which every seed of the stage has a finite value. Returns png_path.
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=import-outside-toplevel
-    from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
-    if not histories:
-        raise ValueError("plot_ablation_curves: histories is empty")
-    for stage, runs in histories.items():
-        if not runs:
-            raise ValueError(f"plot_ablation_curves: stage {stage!r} has no seed histories")
-        for i, run in enumerate(runs):
-            check_history(run, f"plot_ablation_curves stage {stage!r} seed {i}")
-    ncols = min(3, len(keys))
-    nrows = -(-len(keys) // ncols)
-    fig = Figure(figsize=(5 * ncols, 4 * nrows))
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    for ax, key in zip(axes, keys):
-        drawn = 0
-        for color, (stage, runs) in enumerate(histories.items()):
-            curve = _common_curve(stage, key, runs)
-            if curve is None:
-                continue
-            steps, mean, lo, hi = curve
-            line, = ax.plot(steps, mean, color=f"C{color}",
-                            label=f"{stage} (n={len(runs)})")
-            ax.fill_between(steps, lo, hi, color=line.get_color(), alpha=0.2)
-            drawn += 1
-        finish_panel(ax, key, drawn)
-    for ax in axes[len(keys):]:
-        ax.set_visible(False)
-    return save_figure(fig, "Ablation: mean over seeds, band = min..max", png_path)
+  histories maps stage -> one history (list of per-step dicts) per seed; curves use the
+  steps at which every seed of the stage has a finite value. Returns png_path.
+  """
+  from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=import-outside-toplevel
+  from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
+
+  if not histories:
+    raise ValueError("plot_ablation_curves: histories is empty")
+  for stage, runs in histories.items():
+    if not runs:
+      raise ValueError(
+        f"plot_ablation_curves: stage {stage!r} has no seed histories"
+      )
+    for i, run in enumerate(runs):
+      check_history(run, f"plot_ablation_curves stage {stage!r} seed {i}")
+  ncols = min(3, len(keys))
+  nrows = -(-len(keys) // ncols)
+  fig = Figure(figsize=(5 * ncols, 4 * nrows))
+  FigureCanvasAgg(fig)
+  axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+  for ax, key in zip(axes, keys):
+    drawn = 0
+    for color, (stage, runs) in enumerate(histories.items()):
+      curve = _common_curve(stage, key, runs)
+      if curve is None:
+        continue
+      steps, mean, lo, hi = curve
+      (line,) = ax.plot(
+        steps, mean, color=f"C{color}", label=f"{stage} (n={len(runs)})"
+      )
+      ax.fill_between(steps, lo, hi, color=line.get_color(), alpha=0.2)
+      drawn += 1
+    finish_panel(ax, key, drawn)
+  for ax in axes[len(keys) :]:
+    ax.set_visible(False)
+  return save_figure(
+    fig, "Ablation: mean over seeds, band = min..max", png_path
+  )

@@ -18,26 +18,39 @@ TRAIN_ROLLOUT_ACCURACY = "train/rollout_accuracy"
 TRAIN_PREFIX = "train/"
 
 # Keys summarised first (in this order) by `write_summary`; train/* keys follow, sorted.
-SUMMARY_KEYS = (EVAL_ID_SUCCESS, EVAL_OOD_SUCCESS, EVAL_RM_PROCESS_ACCURACY,
-                EVAL_RM_OUTCOME_ACCURACY, ENV_ACCEPTED_TOTAL)
+SUMMARY_KEYS = (
+  EVAL_ID_SUCCESS,
+  EVAL_OOD_SUCCESS,
+  EVAL_RM_PROCESS_ACCURACY,
+  EVAL_RM_OUTCOME_ACCURACY,
+  ENV_ACCEPTED_TOTAL,
+)
 
 # Summarised after SUMMARY_KEYS when logged (not reported when absent).
-OPTIONAL_SUMMARY_KEYS = (EVAL_RM_POSITIVE_RATE,
-                         EVAL_RM_PROCESS_BALANCED_ACCURACY)
+OPTIONAL_SUMMARY_KEYS = (
+  EVAL_RM_POSITIVE_RATE,
+  EVAL_RM_PROCESS_BALANCED_ACCURACY,
+)
 
 # (column title, key) of the paper's Table 1.
 TABLE1_COLUMNS = (
-    ("Policy in-distribution", EVAL_ID_SUCCESS),
-    ("Policy OOD", EVAL_OOD_SUCCESS),
-    ("RM process", EVAL_RM_PROCESS_ACCURACY),
-    ("RM outcome", EVAL_RM_OUTCOME_ACCURACY),
+  ("Policy in-distribution", EVAL_ID_SUCCESS),
+  ("Policy OOD", EVAL_OOD_SUCCESS),
+  ("RM process", EVAL_RM_PROCESS_ACCURACY),
+  ("RM outcome", EVAL_RM_OUTCOME_ACCURACY),
 )
 
 # Keys shown on the one-line terminal progress display by default.
-DEFAULT_DISPLAY_KEYS = (TRAIN_ROLLOUT_ACCURACY, "train/policy_loss", "train/rm_loss",
-                        EVAL_ID_SUCCESS, EVAL_OOD_SUCCESS, ENV_ACCEPTED_TOTAL)
+DEFAULT_DISPLAY_KEYS = (
+  TRAIN_ROLLOUT_ACCURACY,
+  "train/policy_loss",
+  "train/rm_loss",
+  EVAL_ID_SUCCESS,
+  EVAL_OOD_SUCCESS,
+  ENV_ACCEPTED_TOTAL,
+)
 
 
 def is_loss_key(key: str) -> bool:
-    """True for keys where smaller is better (their name contains "loss")."""
-    return "loss" in key.rsplit("/", 1)[-1]
+  """True for keys where smaller is better (their name contains "loss")."""
+  return "loss" in key.rsplit("/", 1)[-1]

@@ -5,5 +5,13 @@ from rla_jax.models.hf_io import CheckpointError, load_qwen, save_qwen
 from rla_jax.models.kv_cache import KVCache, init_cache
 from rla_jax.models.qwen import Qwen
 
-__all__ = ["ConfigError", "QwenConfig", "CheckpointError", "load_qwen",
-           "save_qwen", "KVCache", "init_cache", "Qwen"]
+__all__ = [
+  "ConfigError",
+  "QwenConfig",
+  "CheckpointError",
+  "load_qwen",
+  "save_qwen",
+  "KVCache",
+  "init_cache",
+  "Qwen",
+]

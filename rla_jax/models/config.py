@@ -50,16 +50,25 @@ class QwenConfig:
   def __post_init__(self):
     if self.model_type not in SUPPORTED_MODEL_TYPES:
       raise ConfigError(
-          f"unsupported model_type {self.model_type!r}; supported: "
-          f"{SUPPORTED_MODEL_TYPES}")
-    for name in ("vocab_size", "hidden_size", "intermediate_size",
-                 "num_layers", "num_heads", "num_kv_heads", "head_dim"):
+        f"unsupported model_type {self.model_type!r}; supported: "
+        f"{SUPPORTED_MODEL_TYPES}"
+      )
+    for name in (
+      "vocab_size",
+      "hidden_size",
+      "intermediate_size",
+      "num_layers",
+      "num_heads",
+      "num_kv_heads",
+      "head_dim",
+    ):
       if int(getattr(self, name)) <= 0:
         raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
     if self.num_heads % self.num_kv_heads:
       raise ConfigError(
-          f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads "
-          f"({self.num_kv_heads})")
+        f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads "
+        f"({self.num_kv_heads})"
+      )
 
   @property
   def qkv_bias(self) -> bool:
@@ -78,16 +87,18 @@ class QwenConfig:
 
   # ---------------------------------------------------------------- HF I/O
   @classmethod
-  def from_hf_dict(cls, d: dict[str, Any], source: str = "config.json"
-                   ) -> "QwenConfig":
+  def from_hf_dict(
+    cls, d: dict[str, Any], source: str = "config.json"
+  ) -> "QwenConfig":
     """Builds a config from a HF config dict (v4 or v5 keys)."""
     if not isinstance(d, dict):
       raise ConfigError(f"{source}: expected a JSON object, got {type(d)}")
     model_type = d.get("model_type")
     if model_type not in SUPPORTED_MODEL_TYPES:
       raise ConfigError(
-          f"{source}: unsupported model_type {model_type!r}; supported: "
-          f"{SUPPORTED_MODEL_TYPES}")
+        f"{source}: unsupported model_type {model_type!r}; supported: "
+        f"{SUPPORTED_MODEL_TYPES}"
+      )
 
     def need(key):
       if key not in d:
@@ -110,31 +121,34 @@ class QwenConfig:
     else:
       rope_theta = 10000.0  # transformers' class default
     scaling = d.get("rope_scaling")
-    rope_type = (rope.get("rope_type") or (scaling or {}).get("rope_type")
-                 or (scaling or {}).get("type") or "default")
+    rope_type = (
+      rope.get("rope_type")
+      or (scaling or {}).get("rope_type")
+      or (scaling or {}).get("type")
+      or "default"
+    )
     if rope_type != "default":
       raise ConfigError(
-          f"{source}: rope type {rope_type!r} is not supported (only "
-          f"'default')")
+        f"{source}: rope type {rope_type!r} is not supported (only 'default')"
+      )
     if d.get("use_sliding_window"):
       raise ConfigError(f"{source}: use_sliding_window=true is not supported")
     try:
       return cls(
-          model_type=model_type,
-          vocab_size=int(need("vocab_size")),
-          hidden_size=hidden,
-          intermediate_size=int(need("intermediate_size")),
-          num_layers=int(need("num_hidden_layers")),
-          num_heads=num_heads,
-          num_kv_heads=int(d.get("num_key_value_heads") or num_heads),
-          head_dim=int(head_dim),
-          rope_theta=float(rope_theta),
-          rms_norm_eps=float(d.get("rms_norm_eps", 1e-6)),
-          tie_word_embeddings=bool(d.get("tie_word_embeddings", False)),
-          max_position_embeddings=int(d.get("max_position_embeddings",
-                                            32768)),
-          bos_token_id=d.get("bos_token_id"),
-          eos_token_id=d.get("eos_token_id"),
+        model_type=model_type,
+        vocab_size=int(need("vocab_size")),
+        hidden_size=hidden,
+        intermediate_size=int(need("intermediate_size")),
+        num_layers=int(need("num_hidden_layers")),
+        num_heads=num_heads,
+        num_kv_heads=int(d.get("num_key_value_heads") or num_heads),
+        head_dim=int(head_dim),
+        rope_theta=float(rope_theta),
+        rms_norm_eps=float(d.get("rms_norm_eps", 1e-6)),
+        tie_word_embeddings=bool(d.get("tie_word_embeddings", False)),
+        max_position_embeddings=int(d.get("max_position_embeddings", 32768)),
+        bos_token_id=d.get("bos_token_id"),
+        eos_token_id=d.get("eos_token_id"),
       )
     except (TypeError, ValueError) as e:
       if isinstance(e, ConfigError):
@@ -155,28 +169,30 @@ class QwenConfig:
   def to_hf_dict(self, dtype: str = "float32") -> dict[str, Any]:
     """Returns a transformers v5 config dict."""
     d = {
-        "architectures": [_ARCHITECTURES[self.model_type]],
-        "model_type": self.model_type,
-        "vocab_size": self.vocab_size,
-        "hidden_size": self.hidden_size,
-        "intermediate_size": self.intermediate_size,
-        "num_hidden_layers": self.num_layers,
-        "num_attention_heads": self.num_heads,
-        "num_key_value_heads": self.num_kv_heads,
-        "head_dim": self.head_dim,
-        "hidden_act": "silu",
-        "max_position_embeddings": self.max_position_embeddings,
-        "rms_norm_eps": self.rms_norm_eps,
-        "rope_parameters": {"rope_theta": self.rope_theta,
-                            "rope_type": "default"},
-        "tie_word_embeddings": self.tie_word_embeddings,
-        "use_sliding_window": False,
-        "sliding_window": None,
-        "attention_dropout": 0.0,
-        "use_cache": True,
-        "dtype": dtype,
-        "bos_token_id": self.bos_token_id,
-        "eos_token_id": self.eos_token_id,
+      "architectures": [_ARCHITECTURES[self.model_type]],
+      "model_type": self.model_type,
+      "vocab_size": self.vocab_size,
+      "hidden_size": self.hidden_size,
+      "intermediate_size": self.intermediate_size,
+      "num_hidden_layers": self.num_layers,
+      "num_attention_heads": self.num_heads,
+      "num_key_value_heads": self.num_kv_heads,
+      "head_dim": self.head_dim,
+      "hidden_act": "silu",
+      "max_position_embeddings": self.max_position_embeddings,
+      "rms_norm_eps": self.rms_norm_eps,
+      "rope_parameters": {
+        "rope_theta": self.rope_theta,
+        "rope_type": "default",
+      },
+      "tie_word_embeddings": self.tie_word_embeddings,
+      "use_sliding_window": False,
+      "sliding_window": None,
+      "attention_dropout": 0.0,
+      "use_cache": True,
+      "dtype": dtype,
+      "bos_token_id": self.bos_token_id,
+      "eos_token_id": self.eos_token_id,
     }
     if self.model_type == "qwen3":
       d["attention_bias"] = False

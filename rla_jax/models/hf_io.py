@@ -40,22 +40,22 @@ def _hf_layout(cfg: QwenConfig):
   D, N, K, H = cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
   pre = "model.layers.{i}."
   table = {
-      "input_norm": (pre + "input_layernorm.weight", None),
-      "post_attn_norm": (pre + "post_attention_layernorm.weight", None),
-      # ours [D, n, H] <-> HF (n*H, D)
-      "wq": (pre + "self_attn.q_proj.weight", (N * H, D)),
-      "wk": (pre + "self_attn.k_proj.weight", (K * H, D)),
-      "wv": (pre + "self_attn.v_proj.weight", (K * H, D)),
-      # ours [N, H, D] <-> HF (D, N*H)
-      "wo": (pre + "self_attn.o_proj.weight", (D, N * H)),
-      "bq": (pre + "self_attn.q_proj.bias", (N * H,)),
-      "bk": (pre + "self_attn.k_proj.bias", (K * H,)),
-      "bv": (pre + "self_attn.v_proj.bias", (K * H,)),
-      "q_norm": (pre + "self_attn.q_norm.weight", None),
-      "k_norm": (pre + "self_attn.k_norm.weight", None),
-      "w_gate": (pre + "mlp.gate_proj.weight", (cfg.intermediate_size, D)),
-      "w_up": (pre + "mlp.up_proj.weight", (cfg.intermediate_size, D)),
-      "w_down": (pre + "mlp.down_proj.weight", (D, cfg.intermediate_size)),
+    "input_norm": (pre + "input_layernorm.weight", None),
+    "post_attn_norm": (pre + "post_attention_layernorm.weight", None),
+    # ours [D, n, H] <-> HF (n*H, D)
+    "wq": (pre + "self_attn.q_proj.weight", (N * H, D)),
+    "wk": (pre + "self_attn.k_proj.weight", (K * H, D)),
+    "wv": (pre + "self_attn.v_proj.weight", (K * H, D)),
+    # ours [N, H, D] <-> HF (D, N*H)
+    "wo": (pre + "self_attn.o_proj.weight", (D, N * H)),
+    "bq": (pre + "self_attn.q_proj.bias", (N * H,)),
+    "bk": (pre + "self_attn.k_proj.bias", (K * H,)),
+    "bv": (pre + "self_attn.v_proj.bias", (K * H,)),
+    "q_norm": (pre + "self_attn.q_norm.weight", None),
+    "k_norm": (pre + "self_attn.k_norm.weight", None),
+    "w_gate": (pre + "mlp.gate_proj.weight", (cfg.intermediate_size, D)),
+    "w_up": (pre + "mlp.up_proj.weight", (cfg.intermediate_size, D)),
+    "w_down": (pre + "mlp.down_proj.weight", (D, cfg.intermediate_size)),
   }
   return table
 
@@ -95,8 +95,9 @@ class _TensorReader:
           weight_map = json.load(f)["weight_map"]
       except (json.JSONDecodeError, KeyError) as e:
         raise CheckpointError(f"{index_path}: malformed index ({e})") from None
-      self.key_to_file = {k: os.path.join(model_dir, v)
-                          for k, v in weight_map.items()}
+      self.key_to_file = {
+        k: os.path.join(model_dir, v) for k, v in weight_map.items()
+      }
       for path in set(self.key_to_file.values()):
         if not os.path.isfile(path):
           raise CheckpointError(f"{index_path}: names missing shard {path}")
@@ -105,7 +106,8 @@ class _TensorReader:
         self.key_to_file = {k: single for k in f.keys()}
     else:
       raise CheckpointError(
-          f"{model_dir}: no {SINGLE_FILE} or {INDEX_FILE} found")
+        f"{model_dir}: no {SINGLE_FILE} or {INDEX_FILE} found"
+      )
     self._handles = {}
 
   def has(self, key: str) -> bool:
@@ -132,15 +134,22 @@ def _check_shape(reader, key, expected, path_hint):
   got = reader.shape(key)
   if tuple(got) != tuple(expected):
     raise CheckpointError(
-        f"{path_hint}: tensor {key!r} has shape {tuple(got)}, expected "
-        f"{tuple(expected)}")
+      f"{path_hint}: tensor {key!r} has shape {tuple(got)}, expected "
+      f"{tuple(expected)}"
+    )
 
 
-def load_qwen(model_dir: str, *, dtype=jnp.float32, param_dtype=jnp.float32,
-              remat: str = "none",
-              sharding_fn: Callable[[tuple[str, ...], tuple[int, ...]],
-                                     jax.sharding.Sharding]
-              | None = None) -> Qwen:
+def load_qwen(
+  model_dir: str,
+  *,
+  dtype=jnp.float32,
+  param_dtype=jnp.float32,
+  remat: str = "none",
+  sharding_fn: Callable[
+    [tuple[str, ...], tuple[int, ...]], jax.sharding.Sharding
+  ]
+  | None = None,
+) -> Qwen:
   """Loads a HF Qwen2/Qwen3 checkpoint directory into a `Qwen` module.
 
   sharding_fn maps a parameter's (logical axes, shape) to its target sharding (see
@@ -163,8 +172,11 @@ def load_qwen(model_dir: str, *, dtype=jnp.float32, param_dtype=jnp.float32,
   if not cfg.tie_word_embeddings:
     _check_shape(reader, "lm_head.weight", (V, D), model_dir)
 
-  abstract = nnx.eval_shape(lambda: Qwen(cfg, rngs=nnx.Rngs(0), dtype=dtype,
-                                         param_dtype=param_dtype, remat=remat))
+  abstract = nnx.eval_shape(
+    lambda: Qwen(
+      cfg, rngs=nnx.Rngs(0), dtype=dtype, param_dtype=param_dtype, remat=remat
+    )
+  )
   graphdef, state = nnx.split(abstract)
   default_sharding = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
 
@@ -172,11 +184,14 @@ def load_qwen(model_dir: str, *, dtype=jnp.float32, param_dtype=jnp.float32,
 
   def make(var, host_fn):
     shape = var.get_value().shape
-    sharding = (sharding_fn(var.logical_axes, shape) if sharding_fn
-                else default_sharding)
+    sharding = (
+      sharding_fn(var.logical_axes, shape) if sharding_fn else default_sharding
+    )
     return jax.make_array_from_callback(
-        shape, sharding,
-        lambda index: np.asarray(host_fn(index)).astype(target_dtype))
+      shape,
+      sharding,
+      lambda index: np.asarray(host_fn(index)).astype(target_dtype),
+    )
 
   def stacked_loader(name):
     key_t, _ = layout[name]
@@ -185,9 +200,11 @@ def load_qwen(model_dir: str, *, dtype=jnp.float32, param_dtype=jnp.float32,
     def host(index):
       layer_slice = index[0]
       ids = range(cfg.num_layers)[layer_slice]
-      parts = [_from_hf(name, reader.get(key_t.format(i=i)), per_layer)
-               for i in ids]
+      parts = [
+        _from_hf(name, reader.get(key_t.format(i=i)), per_layer) for i in ids
+      ]
       return np.stack(parts)[(slice(None),) + tuple(index[1:])]
+
     return host
 
   def plain_loader(key, transpose=False):
@@ -195,6 +212,7 @@ def load_qwen(model_dir: str, *, dtype=jnp.float32, param_dtype=jnp.float32,
       x = reader.get(key)
       x = x.T if transpose else x
       return x[tuple(index)]
+
     return host
 
   def fill(path, var):
@@ -215,8 +233,9 @@ def load_qwen(model_dir: str, *, dtype=jnp.float32, param_dtype=jnp.float32,
   return nnx.merge(graphdef, state)
 
 
-def save_qwen(model: Qwen, out_dir: str, *, dtype: str = "float32",
-              tokenizer=None) -> None:
+def save_qwen(
+  model: Qwen, out_dir: str, *, dtype: str = "float32", tokenizer=None
+) -> None:
   """Exports `model` as a HF checkpoint directory (config + safetensors).
 
   Parameters are pulled to the host one at a time. `dtype` is the stored
@@ -237,10 +256,12 @@ def save_qwen(model: Qwen, out_dir: str, *, dtype: str = "float32",
     stacked = host(var[...])
     for i in range(cfg.num_layers):
       tensors[key_t.format(i=i)] = _to_hf(name, stacked[i])
-  tensors = {k: np.ascontiguousarray(v.astype(np_dtype))
-             for k, v in tensors.items()}
-  save_file(tensors, os.path.join(out_dir, SINGLE_FILE),
-            metadata={"format": "pt"})
+  tensors = {
+    k: np.ascontiguousarray(v.astype(np_dtype)) for k, v in tensors.items()
+  }
+  save_file(
+    tensors, os.path.join(out_dir, SINGLE_FILE), metadata={"format": "pt"}
+  )
   with open(os.path.join(out_dir, "config.json"), "w") as f:
     json.dump(cfg.to_hf_dict(dtype=dtype), f, indent=2, sort_keys=True)
   gen = {"bos_token_id": cfg.bos_token_id, "eos_token_id": cfg.eos_token_id}

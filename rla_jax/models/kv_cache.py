@@ -44,17 +44,18 @@ class KVCache:
     return self.valid.shape[1]
 
 
-def init_cache(cfg: QwenConfig, batch_size: int, num_slots: int,
-               dtype=jnp.float32) -> KVCache:
+def init_cache(
+  cfg: QwenConfig, batch_size: int, num_slots: int, dtype=jnp.float32
+) -> KVCache:
   """An empty cache with room for `num_slots` tokens per row."""
   shape = (batch_size, cfg.num_kv_heads, num_slots, cfg.head_dim)
   L = cfg.num_layers
   return KVCache(
-      k=tuple(jnp.zeros(shape, dtype) for _ in range(L)),
-      v=tuple(jnp.zeros(shape, dtype) for _ in range(L)),
-      valid=jnp.zeros((batch_size, num_slots), bool),
-      end=jnp.zeros((), jnp.int32),
-      next_pos=jnp.zeros((batch_size,), jnp.int32),
+    k=tuple(jnp.zeros(shape, dtype) for _ in range(L)),
+    v=tuple(jnp.zeros(shape, dtype) for _ in range(L)),
+    valid=jnp.zeros((batch_size, num_slots), bool),
+    end=jnp.zeros((), jnp.int32),
+    next_pos=jnp.zeros((batch_size,), jnp.int32),
   )
 
 
@@ -67,5 +68,10 @@ def cache_logical_axes(cfg: QwenConfig) -> KVCache:
   """Logical axis names of each cache array, in the cache's tree structure
   (map it against a cache with `jax.tree.map(..., is_leaf=is_axes)`)."""
   L = cfg.num_layers
-  return KVCache(k=(KV_AXES,) * L, v=(KV_AXES,) * L,
-                 valid=("batch", "cache_slots"), end=(), next_pos=("batch",))
+  return KVCache(
+    k=(KV_AXES,) * L,
+    v=(KV_AXES,) * L,
+    valid=("batch", "cache_slots"),
+    end=(),
+    next_pos=("batch",),
+  )

@@ -13,8 +13,13 @@ import jax
 import jax.numpy as jnp
 
 
-def token_logprobs(hidden: jax.Array, lm_head: jax.Array, targets: jax.Array,
-                   chunk_size: int = 128, dtype=jnp.float32) -> jax.Array:
+def token_logprobs(
+  hidden: jax.Array,
+  lm_head: jax.Array,
+  targets: jax.Array,
+  chunk_size: int = 128,
+  dtype=jnp.float32,
+) -> jax.Array:
   """log softmax(hidden @ lm_head)[target] for every position.
 
   hidden: [B, T, D] final-norm hidden states; lm_head: [D, V];
@@ -33,8 +38,9 @@ def token_logprobs(hidden: jax.Array, lm_head: jax.Array, targets: jax.Array,
 
   @jax.checkpoint
   def chunk_logprobs(h, t):
-    logits = jnp.einsum("bcd,dv->bcv", h.astype(dtype), w,
-                        preferred_element_type=jnp.float32)
+    logits = jnp.einsum(
+      "bcd,dv->bcv", h.astype(dtype), w, preferred_element_type=jnp.float32
+    )
     lse = jax.nn.logsumexp(logits, axis=-1)
     picked = jnp.take_along_axis(logits, t[..., None], axis=-1)[..., 0]
     return picked - lse
@@ -46,15 +52,21 @@ def token_logprobs(hidden: jax.Array, lm_head: jax.Array, targets: jax.Array,
   return out.transpose(1, 0, 2).reshape(B, n * C)[:, :T]
 
 
-def sequence_logprobs(model, tokens: jax.Array, mask: jax.Array,
-                      chunk_size: int = 128) -> jax.Array:
+def sequence_logprobs(
+  model, tokens: jax.Array, mask: jax.Array, chunk_size: int = 128
+) -> jax.Array:
   """Log-prob of each token given its prefix, under `model`.
 
   tokens, mask: [B, T] (mask 1 = real token). Returns [B, T] where entry t
   is log p(tokens[:, t] | tokens[:, :t]); entry 0 and padded entries are 0.
   """
   hidden, _ = model.hidden_states(tokens, mask)
-  lp = token_logprobs(hidden[:, :-1], model.lm_head_matrix(), tokens[:, 1:],
-                      chunk_size=chunk_size, dtype=model.dtype)
+  lp = token_logprobs(
+    hidden[:, :-1],
+    model.lm_head_matrix(),
+    tokens[:, 1:],
+    chunk_size=chunk_size,
+    dtype=model.dtype,
+  )
   lp = jnp.pad(lp, ((0, 0), (1, 0)))
   return jnp.where(mask.astype(bool), lp, 0.0)

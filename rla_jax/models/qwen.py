@@ -26,43 +26,59 @@ from rla_jax.models import unrolled
 from rla_jax.models.config import QwenConfig
 from rla_jax.models.kv_cache import KVCache
 from rla_jax.models.ops import (  # noqa: F401 (re-exported)
-    apply_rope, attention_inputs, attention_output_and_mlp, dense,
-    grouped_attention, rms_norm)
+  apply_rope,
+  attention_inputs,
+  attention_output_and_mlp,
+  dense,
+  grouped_attention,
+  rms_norm,
+)
 
 REMAT_POLICIES = {
-    "none": None,
-    "full": jax.checkpoint_policies.nothing_saveable,
-    "dots": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+  "none": None,
+  "full": jax.checkpoint_policies.nothing_saveable,
+  "dots": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
 }
 
 # Parameter name -> logical axes (leading "layers" axis for stacked ones).
 LAYER_PARAM_AXES = {
-    "input_norm": ("layers", "norm"),
-    "post_attn_norm": ("layers", "norm"),
-    "wq": ("layers", "embed", "heads", "head_dim"),
-    "wk": ("layers", "embed", "kv_heads", "head_dim"),
-    "wv": ("layers", "embed", "kv_heads", "head_dim"),
-    "wo": ("layers", "heads", "head_dim", "embed"),
-    "bq": ("layers", "heads", "head_dim"),
-    "bk": ("layers", "kv_heads", "head_dim"),
-    "bv": ("layers", "kv_heads", "head_dim"),
-    "q_norm": ("layers", "norm"),
-    "k_norm": ("layers", "norm"),
-    "w_gate": ("layers", "embed", "mlp"),
-    "w_up": ("layers", "embed", "mlp"),
-    "w_down": ("layers", "mlp", "embed"),
+  "input_norm": ("layers", "norm"),
+  "post_attn_norm": ("layers", "norm"),
+  "wq": ("layers", "embed", "heads", "head_dim"),
+  "wk": ("layers", "embed", "kv_heads", "head_dim"),
+  "wv": ("layers", "embed", "kv_heads", "head_dim"),
+  "wo": ("layers", "heads", "head_dim", "embed"),
+  "bq": ("layers", "heads", "head_dim"),
+  "bk": ("layers", "kv_heads", "head_dim"),
+  "bv": ("layers", "kv_heads", "head_dim"),
+  "q_norm": ("layers", "norm"),
+  "k_norm": ("layers", "norm"),
+  "w_gate": ("layers", "embed", "mlp"),
+  "w_up": ("layers", "embed", "mlp"),
+  "w_down": ("layers", "mlp", "embed"),
 }
 
 
 def layer_param_shapes(cfg: QwenConfig) -> dict[str, tuple[int, ...]]:
   """Shapes of the stacked per-layer parameters present in `cfg`."""
-  L, D, N, K, H, F = (cfg.num_layers, cfg.hidden_size, cfg.num_heads,
-                      cfg.num_kv_heads, cfg.head_dim, cfg.intermediate_size)
+  L, D, N, K, H, F = (
+    cfg.num_layers,
+    cfg.hidden_size,
+    cfg.num_heads,
+    cfg.num_kv_heads,
+    cfg.head_dim,
+    cfg.intermediate_size,
+  )
   shapes = {
-      "input_norm": (L, D), "post_attn_norm": (L, D),
-      "wq": (L, D, N, H), "wk": (L, D, K, H), "wv": (L, D, K, H),
-      "wo": (L, N, H, D),
-      "w_gate": (L, D, F), "w_up": (L, D, F), "w_down": (L, F, D),
+    "input_norm": (L, D),
+    "post_attn_norm": (L, D),
+    "wq": (L, D, N, H),
+    "wk": (L, D, K, H),
+    "wv": (L, D, K, H),
+    "wo": (L, N, H, D),
+    "w_gate": (L, D, F),
+    "w_up": (L, D, F),
+    "w_down": (L, F, D),
   }
   if cfg.qkv_bias:
     shapes.update(bq=(L, N, H), bk=(L, K, H), bv=(L, K, H))
@@ -77,37 +93,60 @@ def _param(rngs, shape, init, param_dtype, axes):
   elif init == "zeros":
     value = jnp.zeros(shape, param_dtype)
   else:
-    value = (0.02 * jax.random.normal(rngs.params(), shape)).astype(
-        param_dtype)
+    value = (0.02 * jax.random.normal(rngs.params(), shape)).astype(param_dtype)
   return nnx.Param(value, logical_axes=axes)
 
 
 class Qwen(nnx.Module):
   """Qwen2/Qwen3 causal LM with stacked, scanned layers."""
 
-  def __init__(self, cfg: QwenConfig, *, rngs: nnx.Rngs,
-               dtype=jnp.float32, param_dtype=jnp.float32,
-               remat: str = "none"):
+  def __init__(
+    self,
+    cfg: QwenConfig,
+    *,
+    rngs: nnx.Rngs,
+    dtype=jnp.float32,
+    param_dtype=jnp.float32,
+    remat: str = "none",
+  ):
     if remat not in REMAT_POLICIES:
-      raise ValueError(f"remat must be one of {sorted(REMAT_POLICIES)}, "
-                       f"got {remat!r}")
+      raise ValueError(
+        f"remat must be one of {sorted(REMAT_POLICIES)}, got {remat!r}"
+      )
     self.cfg = cfg
     self.dtype = dtype
     self.remat = remat
-    self.embed = _param(rngs, (cfg.vocab_size, cfg.hidden_size), "normal",
-                        param_dtype, ("vocab", "embed"))
+    self.embed = _param(
+      rngs,
+      (cfg.vocab_size, cfg.hidden_size),
+      "normal",
+      param_dtype,
+      ("vocab", "embed"),
+    )
     layers = {}
     for name, shape in layer_param_shapes(cfg).items():
-      init = ("ones" if name.endswith("norm") else
-              "zeros" if name.startswith("b") else "normal")
-      layers[name] = _param(rngs, shape, init, param_dtype,
-                            LAYER_PARAM_AXES[name])
+      init = (
+        "ones"
+        if name.endswith("norm")
+        else "zeros"
+        if name.startswith("b")
+        else "normal"
+      )
+      layers[name] = _param(
+        rngs, shape, init, param_dtype, LAYER_PARAM_AXES[name]
+      )
     self.layers = nnx.Dict(layers)
-    self.final_norm = _param(rngs, (cfg.hidden_size,), "ones", param_dtype,
-                             ("norm",))
+    self.final_norm = _param(
+      rngs, (cfg.hidden_size,), "ones", param_dtype, ("norm",)
+    )
     if not cfg.tie_word_embeddings:
-      self.lm_head = _param(rngs, (cfg.hidden_size, cfg.vocab_size),
-                            "normal", param_dtype, ("embed", "vocab"))
+      self.lm_head = _param(
+        rngs,
+        (cfg.hidden_size, cfg.vocab_size),
+        "normal",
+        param_dtype,
+        ("embed", "vocab"),
+      )
 
   # ------------------------------------------------------------ pieces
   def lm_head_matrix(self) -> jax.Array:
@@ -119,23 +158,31 @@ class Qwen(nnx.Module):
   def logits_from_hidden(self, h: jax.Array) -> jax.Array:
     """[..., D] final hidden states -> [..., V] float32 logits."""
     w = self.lm_head_matrix().astype(self.dtype)
-    return jnp.einsum("...d,dv->...v", h.astype(self.dtype), w,
-                      preferred_element_type=jnp.float32)
+    return jnp.einsum(
+      "...d,dv->...v",
+      h.astype(self.dtype),
+      w,
+      preferred_element_type=jnp.float32,
+    )
 
   def _layer(self, p, x, positions, attend):
     """One decoder layer over a full chunk. x: [B, T, D]; attend: [B, T, T]
     bool. Returns x'."""
     cfg, dt = self.cfg, self.dtype
     q, k, v = attention_inputs(cfg, p, x, positions, dt)
-    attn = grouped_attention(q, k.transpose(0, 2, 1, 3),
-                             v.transpose(0, 2, 1, 3), attend)
+    attn = grouped_attention(
+      q, k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3), attend
+    )
     return attention_output_and_mlp(cfg, p, x, attn, dt)
 
   # ------------------------------------------------------------ forward
-  def hidden_states(self, tokens: jax.Array, mask: jax.Array | None = None,
-                    cache: KVCache | None = None,
-                    positions: jax.Array | None = None
-                    ) -> tuple[jax.Array, KVCache | None]:
+  def hidden_states(
+    self,
+    tokens: jax.Array,
+    mask: jax.Array | None = None,
+    cache: KVCache | None = None,
+    positions: jax.Array | None = None,
+  ) -> tuple[jax.Array, KVCache | None]:
     """Final-norm hidden states [B, T, D] and the updated cache.
 
     tokens: [B, T] int; mask: [B, T] (1 = real token, 0 = padding; default
@@ -146,13 +193,19 @@ class Qwen(nnx.Module):
     positions).
     """
     if cache is not None:
-      return unrolled.forward(self.cfg, unrolled.unstack(self), tokens, mask,
-                              cache, positions, self.dtype)
+      return unrolled.forward(
+        self.cfg,
+        unrolled.unstack(self),
+        tokens,
+        mask,
+        cache,
+        positions,
+        self.dtype,
+      )
     B, T = tokens.shape
-    mask = (jnp.ones((B, T), bool) if mask is None else mask.astype(bool))
+    mask = jnp.ones((B, T), bool) if mask is None else mask.astype(bool)
     if positions is None:
-      positions = jnp.maximum(jnp.cumsum(mask, axis=1) - 1, 0).astype(
-          jnp.int32)
+      positions = jnp.maximum(jnp.cumsum(mask, axis=1) - 1, 0).astype(jnp.int32)
     x = self.embed[...].astype(self.dtype)[tokens]
     layer_params = {k: v[...] for k, v in self.layers.items()}
     causal = jnp.tril(jnp.ones((T, T), bool))
@@ -167,8 +220,14 @@ class Qwen(nnx.Module):
     h = rms_norm(x, self.final_norm[...], self.cfg.rms_norm_eps)
     return h, None
 
-  def __call__(self, tokens, mask=None, cache=None, positions=None,
-               logits: Literal["all", "last"] = "all"):
+  def __call__(
+    self,
+    tokens,
+    mask=None,
+    cache=None,
+    positions=None,
+    logits: Literal["all", "last"] = "all",
+  ):
     """Logits ([B, T, V] or, with logits="last", [B, V]) and new cache."""
     h, cache = self.hidden_states(tokens, mask, cache, positions)
     if logits == "last":

@@ -29,8 +29,12 @@ import jax.numpy as jnp
 
 from rla_jax.models.config import QwenConfig
 from rla_jax.models.kv_cache import KVCache
-from rla_jax.models.ops import (attention_inputs, attention_output_and_mlp,
-                                grouped_attention, rms_norm)
+from rla_jax.models.ops import (
+  attention_inputs,
+  attention_output_and_mlp,
+  grouped_attention,
+  rms_norm,
+)
 
 UnrolledParams = dict[str, Any]
 
@@ -40,15 +44,22 @@ def unstack(model, dtype=None) -> UnrolledParams:
 
   Traceable: inside a jit it slices the stacked [L, ...] parameters once.
   """
-  cast = (lambda x: x) if dtype is None else (  # noqa: E731
-      lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating)
-      else x)
+  cast = (
+    (lambda x: x)
+    if dtype is None
+    # noqa: E731
+    else (
+      lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x
+    )
+  )
   stacked = {name: p[...] for name, p in model.layers.items()}
   out = {
-      "embed": cast(model.embed[...]),
-      "final_norm": cast(model.final_norm[...]),
-      "layers": tuple({name: cast(w[i]) for name, w in stacked.items()}
-                      for i in range(model.cfg.num_layers)),
+    "embed": cast(model.embed[...]),
+    "final_norm": cast(model.final_norm[...]),
+    "layers": tuple(
+      {name: cast(w[i]) for name, w in stacked.items()}
+      for i in range(model.cfg.num_layers)
+    ),
   }
   if not model.cfg.tie_word_embeddings:
     out["lm_head"] = cast(model.lm_head[...])
@@ -60,8 +71,11 @@ def logical_axes(model) -> UnrolledParams:
   stacked parameters' `logical_axes` without "layers"), same tree."""
   axes = lambda p: tuple(p.logical_axes)  # noqa: E731
   layer = {name: axes(p)[1:] for name, p in model.layers.items()}
-  out = {"embed": axes(model.embed), "final_norm": axes(model.final_norm),
-         "layers": tuple(dict(layer) for _ in range(model.cfg.num_layers))}
+  out = {
+    "embed": axes(model.embed),
+    "final_norm": axes(model.final_norm),
+    "layers": tuple(dict(layer) for _ in range(model.cfg.num_layers)),
+  }
   if not model.cfg.tie_word_embeddings:
     out["lm_head"] = axes(model.lm_head)
   return out
@@ -73,18 +87,25 @@ def _layer(cfg: QwenConfig, p, x, positions, attend, ck, cv, end, dt):
   and values written at slots [end, end + T)."""
   q, k, v = attention_inputs(cfg, p, x, positions, dt)
   ck = jax.lax.dynamic_update_slice(
-      ck, k.transpose(0, 2, 1, 3).astype(ck.dtype), (0, 0, end, 0))
+    ck, k.transpose(0, 2, 1, 3).astype(ck.dtype), (0, 0, end, 0)
+  )
   cv = jax.lax.dynamic_update_slice(
-      cv, v.transpose(0, 2, 1, 3).astype(cv.dtype), (0, 0, end, 0))
+    cv, v.transpose(0, 2, 1, 3).astype(cv.dtype), (0, 0, end, 0)
+  )
   attn = grouped_attention(q, ck.astype(dt), cv.astype(dt), attend)
   x = attention_output_and_mlp(cfg, p, x, attn, dt)
   return x, ck, cv
 
 
-def forward(cfg: QwenConfig, params: UnrolledParams, tokens: jax.Array,
-            mask: jax.Array | None, cache: KVCache,
-            positions: jax.Array | None = None, dtype=jnp.float32
-            ) -> tuple[jax.Array, KVCache]:
+def forward(
+  cfg: QwenConfig,
+  params: UnrolledParams,
+  tokens: jax.Array,
+  mask: jax.Array | None,
+  cache: KVCache,
+  positions: jax.Array | None = None,
+  dtype=jnp.float32,
+) -> tuple[jax.Array, KVCache]:
   """Appends a chunk to the cache; returns final-norm hidden states
   [B, T, D] and the updated cache.
 
@@ -106,21 +127,35 @@ def forward(cfg: QwenConfig, params: UnrolledParams, tokens: jax.Array,
   x = params["embed"].astype(dtype)[tokens]
   ks, vs = list(cache.k), list(cache.v)
   for i, p in enumerate(params["layers"]):
-    x, ks[i], vs[i] = _layer(cfg, p, x, positions, attend, ks[i], vs[i],
-                             cache.end, dtype)
+    x, ks[i], vs[i] = _layer(
+      cfg, p, x, positions, attend, ks[i], vs[i], cache.end, dtype
+    )
   h = rms_norm(x, params["final_norm"], cfg.rms_norm_eps)
-  new_cache = KVCache(k=tuple(ks), v=tuple(vs), valid=valid,
-                      end=cache.end + T,
-                      next_pos=cache.next_pos + mask.sum(1).astype(jnp.int32))
+  new_cache = KVCache(
+    k=tuple(ks),
+    v=tuple(vs),
+    valid=valid,
+    end=cache.end + T,
+    next_pos=cache.next_pos + mask.sum(1).astype(jnp.int32),
+  )
   return h, new_cache
 
 
-def logits(cfg: QwenConfig, params: UnrolledParams, h: jax.Array,
-           dtype=jnp.float32) -> jax.Array:
+def logits(
+  cfg: QwenConfig, params: UnrolledParams, h: jax.Array, dtype=jnp.float32
+) -> jax.Array:
   """[..., D] final hidden states -> [..., V] float32 logits."""
   h = h.astype(dtype)
   if cfg.tie_word_embeddings:
-    return jnp.einsum("...d,vd->...v", h, params["embed"].astype(dtype),
-                      preferred_element_type=jnp.float32)
-  return jnp.einsum("...d,dv->...v", h, params["lm_head"].astype(dtype),
-                    preferred_element_type=jnp.float32)
+    return jnp.einsum(
+      "...d,vd->...v",
+      h,
+      params["embed"].astype(dtype),
+      preferred_element_type=jnp.float32,
+    )
+  return jnp.einsum(
+    "...d,dv->...v",
+    h,
+    params["lm_head"].astype(dtype),
+    preferred_element_type=jnp.float32,
+  )

@@ -25,136 +25,155 @@ LONE_STEP_MODES = ("raw", "zero")
 
 
 def _bool_mask(mask, shape, name: str) -> np.ndarray:
-    return _as_bool_mask(mask, tuple(shape), name)
+  return _as_bool_mask(mask, tuple(shape), name)
 
 
 def _masked_zscore(values: np.ndarray, mask: np.ndarray, axis: int, eps: float):
-    """Masked population z-score along ``axis``; returns (z, count, std).
+  """Masked population z-score along ``axis``; returns (z, count, std).
 
-    z = (x - mean) / std over the entries with mask; 0 where std <= eps or masked.
-    """
-    x = np.where(mask, values, 0.0)
-    count = mask.sum(axis=axis, keepdims=True)
-    safe = np.maximum(count, 1)
-    mean = x.sum(axis=axis, keepdims=True) / safe
-    var = (np.where(mask, values - mean, 0.0) ** 2).sum(axis=axis, keepdims=True) / safe
-    std = np.sqrt(var)
-    ok = std > eps
-    z = np.where(mask & ok, (values - mean) / np.where(ok, std, 1.0), 0.0)
-    return z, count, std
+  z = (x - mean) / std over the entries with mask; 0 where std <= eps or masked.
+  """
+  x = np.where(mask, values, 0.0)
+  count = mask.sum(axis=axis, keepdims=True)
+  safe = np.maximum(count, 1)
+  mean = x.sum(axis=axis, keepdims=True) / safe
+  var = (np.where(mask, values - mean, 0.0) ** 2).sum(
+    axis=axis, keepdims=True
+  ) / safe
+  std = np.sqrt(var)
+  ok = std > eps
+  z = np.where(mask & ok, (values - mean) / np.where(ok, std, 1.0), 0.0)
+  return z, count, std
 
 
-def standardize_by_step_index(rewards, mask, eps: float = 1e-8, lone_step: str = "raw") -> np.ndarray:
-    """Per-step-index z-score of step rewards within one task group (reference sec. 3.1).
+def standardize_by_step_index(
+  rewards, mask, eps: float = 1e-8, lone_step: str = "raw"
+) -> np.ndarray:
+  """Per-step-index z-score of step rewards within one task group (reference sec. 3.1).
 
-    For each step index k let J_k = {i : mask[i, k]} (trajectories that reach step k):
-      |J_k| >= 2:  A[i, k] = (R[i, k] - mean_{J_k} R[:, k]) / std_{J_k} R[:, k]
-                   (population std); A[:, k] = 0 if std <= eps.
-      |J_k| == 1:  lone_step="raw"  -> A[i, k] = R[i, k] (the reference's behaviour)
-                   lone_step="zero" -> A[i, k] = 0.
-    A = 0 where mask is False.
+  For each step index k let J_k = {i : mask[i, k]} (trajectories that reach step k):
+    |J_k| >= 2:  A[i, k] = (R[i, k] - mean_{J_k} R[:, k]) / std_{J_k} R[:, k]
+                 (population std); A[:, k] = 0 if std <= eps.
+    |J_k| == 1:  lone_step="raw"  -> A[i, k] = R[i, k] (the reference's behaviour)
+                 lone_step="zero" -> A[i, k] = 0.
+  A = 0 where mask is False.
 
-    Args:
-      rewards: [..., N, K] integrated rewards R (see ``rewards.integrated_step_rewards``).
-      mask: [..., N, K] bool step mask.
-    Returns:
-      A: [..., N, K] float64.
-    """
-    if lone_step not in LONE_STEP_MODES:
-        raise ValueError(f"standardize_by_step_index: lone_step must be one of {LONE_STEP_MODES}, got {lone_step!r}")
-    r = np.asarray(rewards, dtype=np.float64)
-    if r.ndim < 2:
-        raise ValueError(f"standardize_by_step_index: rewards must have shape [..., N, K], got {r.shape}")
-    m = _bool_mask(mask, r.shape, "standardize_by_step_index")
-    z, count, _ = _masked_zscore(r, m, axis=-2, eps=eps)
-    lone = m & (count == 1)
-    lone_value = r if lone_step == "raw" else np.zeros_like(r)
-    return np.where(lone, lone_value, z)
+  Args:
+    rewards: [..., N, K] integrated rewards R (see ``rewards.integrated_step_rewards``).
+    mask: [..., N, K] bool step mask.
+  Returns:
+    A: [..., N, K] float64.
+  """
+  if lone_step not in LONE_STEP_MODES:
+    raise ValueError(
+      f"standardize_by_step_index: lone_step must be one of {LONE_STEP_MODES}, got {lone_step!r}"
+    )
+  r = np.asarray(rewards, dtype=np.float64)
+  if r.ndim < 2:
+    raise ValueError(
+      f"standardize_by_step_index: rewards must have shape [..., N, K], got {r.shape}"
+    )
+  m = _bool_mask(mask, r.shape, "standardize_by_step_index")
+  z, count, _ = _masked_zscore(r, m, axis=-2, eps=eps)
+  lone = m & (count == 1)
+  lone_value = r if lone_step == "raw" else np.zeros_like(r)
+  return np.where(lone, lone_value, z)
 
 
 def group_zscore(rewards, eps: float = 1e-8) -> np.ndarray:
-    """GRPO group z-score (coding policy, reference sec. 3.1 / 5).
+  """GRPO group z-score (coding policy, reference sec. 3.1 / 5).
 
-    A[g] = (r[g] - mean(r)) / std(r) with the population std over the last axis
-    [..., G]; all zeros where std <= eps (e.g. every sample got the same reward).
-    """
-    r = np.asarray(rewards, dtype=np.float64)
-    if r.ndim < 1 or r.shape[-1] < 1:
-        raise ValueError(f"group_zscore: rewards must have shape [..., G>=1], got {r.shape}")
-    z, _, _ = _masked_zscore(r, np.ones(r.shape, dtype=bool), axis=-1, eps=eps)
-    return z
+  A[g] = (r[g] - mean(r)) / std(r) with the population std over the last axis
+  [..., G]; all zeros where std <= eps (e.g. every sample got the same reward).
+  """
+  r = np.asarray(rewards, dtype=np.float64)
+  if r.ndim < 1 or r.shape[-1] < 1:
+    raise ValueError(
+      f"group_zscore: rewards must have shape [..., G>=1], got {r.shape}"
+    )
+  z, _, _ = _masked_zscore(r, np.ones(r.shape, dtype=bool), axis=-1, eps=eps)
+  return z
 
 
 def accuracy_in_band(acc: float, low: float, high: float) -> bool:
-    """Group filter: True iff ``low <= acc <= high`` (both bounds inclusive).
+  """Group filter: True iff ``low <= acc <= high`` (both bounds inclusive).
 
-    Reference sec. 3.1 / 4: the AlfWorld policy trains on groups with acc in
-    [1/8, 7/8] (drops all-success and all-fail groups for N = 8); RM data comes from
-    groups with acc in [0.2, 0.8]; coding uses [0.2, 0.8].
-    """
-    if not low <= high:
-        raise ValueError(f"accuracy_in_band: low={low} must be <= high={high}")
-    return bool(low <= acc <= high)
+  Reference sec. 3.1 / 4: the AlfWorld policy trains on groups with acc in
+  [1/8, 7/8] (drops all-success and all-fail groups for N = 8); RM data comes from
+  groups with acc in [0.2, 0.8]; coding uses [0.2, 0.8].
+  """
+  if not low <= high:
+    raise ValueError(f"accuracy_in_band: low={low} must be <= high={high}")
+  return bool(low <= acc <= high)
 
 
-def policy_sample_keep_mask(advantages, mask, drop_zero_advantage: bool = True) -> np.ndarray:
-    """Which (i, k) policy samples to train on: ``mask & (A != 0)`` (reference sec. 3.1).
+def policy_sample_keep_mask(
+  advantages, mask, drop_zero_advantage: bool = True
+) -> np.ndarray:
+  """Which (i, k) policy samples to train on: ``mask & (A != 0)`` (reference sec. 3.1).
 
-    With ``drop_zero_advantage=False`` it is just ``mask`` (zero-advantage samples then
-    only dilute the seq-mean, as in the coding setting). Shapes [..., N, K].
-    """
-    a = np.asarray(advantages)
-    m = _bool_mask(mask, a.shape, "policy_sample_keep_mask")
-    return m & (a != 0) if drop_zero_advantage else m.copy()
+  With ``drop_zero_advantage=False`` it is just ``mask`` (zero-advantage samples then
+  only dilute the seq-mean, as in the coding setting). Shapes [..., N, K].
+  """
+  a = np.asarray(advantages)
+  m = _bool_mask(mask, a.shape, "policy_sample_keep_mask")
+  return m & (a != 0) if drop_zero_advantage else m.copy()
 
 
 def consistency_feedback_rewards(step_rewards, step_scores, mask) -> np.ndarray:
-    """Raw reward of each judge sample (consistency feedback, reference sec. 4).
+  """Raw reward of each judge sample (consistency feedback, reference sec. 4).
 
-    raw[i, k, j] = R[i, k] * S[i, k, j]   if S[i, k, j] in {+1, -1}
-    raw[i, k, j] = -2                     if S[i, k, j] == 0 (unparseable judgement)
-    raw[i, k, :] = 0                      where mask[i, k] is False.
+  raw[i, k, j] = R[i, k] * S[i, k, j]   if S[i, k, j] in {+1, -1}
+  raw[i, k, j] = -2                     if S[i, k, j] == 0 (unparseable judgement)
+  raw[i, k, :] = 0                      where mask[i, k] is False.
 
-    R must be the *un-normalised* integrated reward O + mean_j S (not the advantage).
+  R must be the *un-normalised* integrated reward O + mean_j S (not the advantage).
 
-    Args:
-      step_rewards: [..., N, K] R.
-      step_scores: [..., N, K, M] S in {+1, -1, 0}.
-      mask: [..., N, K] bool.
-    Returns:
-      raw: [..., N, K, M] float64.
-    """
-    r = np.asarray(step_rewards, dtype=np.float64)
-    s = np.asarray(step_scores)
-    if s.ndim != r.ndim + 1 or s.shape[:-1] != r.shape:
-        raise ValueError(
-            f"consistency_feedback_rewards: step_scores shape {s.shape} must be step_rewards shape {r.shape} + [M]")
-    if not np.all(np.isin(s, VALID_SCORES)):
-        raise ValueError(f"consistency_feedback_rewards: scores must be in {{-1,0,1}}, got {np.unique(s).tolist()}")
-    m = _bool_mask(mask, r.shape, "consistency_feedback_rewards")
-    raw = np.where(s == 0, UNPARSEABLE_JUDGEMENT_REWARD, r[..., None] * s)
-    return np.where(m[..., None], raw, 0.0)
+  Args:
+    step_rewards: [..., N, K] R.
+    step_scores: [..., N, K, M] S in {+1, -1, 0}.
+    mask: [..., N, K] bool.
+  Returns:
+    raw: [..., N, K, M] float64.
+  """
+  r = np.asarray(step_rewards, dtype=np.float64)
+  s = np.asarray(step_scores)
+  if s.ndim != r.ndim + 1 or s.shape[:-1] != r.shape:
+    raise ValueError(
+      f"consistency_feedback_rewards: step_scores shape {s.shape} must be step_rewards shape {r.shape} + [M]"
+    )
+  if not np.all(np.isin(s, VALID_SCORES)):
+    raise ValueError(
+      f"consistency_feedback_rewards: scores must be in {{-1,0,1}}, got {np.unique(s).tolist()}"
+    )
+  m = _bool_mask(mask, r.shape, "consistency_feedback_rewards")
+  raw = np.where(s == 0, UNPARSEABLE_JUDGEMENT_REWARD, r[..., None] * s)
+  return np.where(m[..., None], raw, 0.0)
 
 
-def standardize_over_judgements(raw, mask, eps: float = 1e-8) -> tuple[np.ndarray, np.ndarray]:
-    """Z-score the M judge-sample rewards of the same step (reference sec. 4).
+def standardize_over_judgements(
+  raw, mask, eps: float = 1e-8
+) -> tuple[np.ndarray, np.ndarray]:
+  """Z-score the M judge-sample rewards of the same step (reference sec. 4).
 
-    For each step (i, k) with mask[i, k]:
-      A[i, k, j] = (raw[i, k, j] - mean_j raw[i, k, :]) / std_j raw[i, k, :]  (population)
-    Steps whose M rewards have std <= eps (including M = 1) are skipped: A = 0 there.
-    keep[i, k, j] = mask[i, k] and A[i, k, j] != 0  (entries to train the RM on).
+  For each step (i, k) with mask[i, k]:
+    A[i, k, j] = (raw[i, k, j] - mean_j raw[i, k, :]) / std_j raw[i, k, :]  (population)
+  Steps whose M rewards have std <= eps (including M = 1) are skipped: A = 0 there.
+  keep[i, k, j] = mask[i, k] and A[i, k, j] != 0  (entries to train the RM on).
 
-    Args:
-      raw: [..., N, K, M] from ``consistency_feedback_rewards``.
-      mask: [..., N, K] bool.
-    Returns:
-      (A [..., N, K, M] float64, keep [..., N, K, M] bool).
-    """
-    x = np.asarray(raw, dtype=np.float64)
-    if x.ndim < 1:
-        raise ValueError(f"standardize_over_judgements: raw must have shape [..., M], got {x.shape}")
-    m = _bool_mask(mask, x.shape[:-1], "standardize_over_judgements")
-    full_mask = np.broadcast_to(m[..., None], x.shape)
-    z, _, _ = _masked_zscore(x, full_mask, axis=-1, eps=eps)
-    keep = full_mask & (z != 0)
-    return z, keep
+  Args:
+    raw: [..., N, K, M] from ``consistency_feedback_rewards``.
+    mask: [..., N, K] bool.
+  Returns:
+    (A [..., N, K, M] float64, keep [..., N, K, M] bool).
+  """
+  x = np.asarray(raw, dtype=np.float64)
+  if x.ndim < 1:
+    raise ValueError(
+      f"standardize_over_judgements: raw must have shape [..., M], got {x.shape}"
+    )
+  m = _bool_mask(mask, x.shape[:-1], "standardize_over_judgements")
+  full_mask = np.broadcast_to(m[..., None], x.shape)
+  z, _, _ = _masked_zscore(x, full_mask, axis=-1, eps=eps)
+  keep = full_mask & (z != 0)
+  return z, keep

@@ -21,12 +21,16 @@ def chat_ids(tokenizer, user_text: str) -> list[int]:
   return tokenizer.encode(text, add_special_tokens=False)
 
 
-def policy_step_text(observations: Sequence[str], actions: Sequence[str],
-                     admissible: Sequence[str],
-                     history_steps: int | None) -> str:
+def policy_step_text(
+  observations: Sequence[str],
+  actions: Sequence[str],
+  admissible: Sequence[str],
+  history_steps: int | None,
+) -> str:
   """The policy's user message at one step (see prompts.policy_prompt)."""
-  return prompts.policy_prompt(observations, actions, admissible,
-                               history_steps=history_steps)
+  return prompts.policy_prompt(
+    observations, actions, admissible, history_steps=history_steps
+  )
 
 
 CHOICE_PREFIX = "I choose "
@@ -34,8 +38,9 @@ COMMAND_PREFIX = "I will "
 ANSWER_FORMATS = ("choice_line", "index", "command_index")
 
 
-def policy_response_text(command: str, index: int,
-                         answer_format: str = "choice_line") -> str:
+def policy_response_text(
+  command: str, index: int, answer_format: str = "choice_line"
+) -> str:
   """The warm-started policy's answer: "I choose k) <command>. \\boxed{k}"
   ("choice_line"), just "\\boxed{k}" ("index": every sampled token but
   the index is then fixed, so the policy gradient lands on the decision), or
@@ -52,8 +57,9 @@ def policy_response_text(command: str, index: int,
   lookup (docs/RESULTS.md, session 6).
   """
   if answer_format not in ANSWER_FORMATS:
-    raise ValueError(f"answer_format must be one of {ANSWER_FORMATS}, "
-                     f"got {answer_format!r}")
+    raise ValueError(
+      f"answer_format must be one of {ANSWER_FORMATS}, got {answer_format!r}"
+    )
   if answer_format == "index":
     return f"\\boxed{{{index}}}"
   if answer_format == "command_index":
@@ -61,8 +67,9 @@ def policy_response_text(command: str, index: int,
   return f"{CHOICE_PREFIX}{index}) {command}. \\boxed{{{index}}}"
 
 
-def judge_step_text(step_prompt: str, step_response: str,
-                    next_observation: str) -> str:
+def judge_step_text(
+  step_prompt: str, step_response: str, next_observation: str
+) -> str:
   return prompts.judge_prompt(step_prompt, step_response, next_observation)
 
 

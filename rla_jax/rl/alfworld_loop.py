@@ -29,10 +29,14 @@ from rla_jax.envs.alfworld.generator import check_task_types
 from rla_jax.metrics import keys
 from rla_jax.rl import evaluation
 from rla_jax.rl.adaptation import TaskPool
-from rla_jax.rl.alfworld_rollout import (Episode, SamplingParams, _seed,
-                                         judge_episodes, rollout_episodes)
-from rla_jax.rl.env_model import LLMEnvModel, RuleBasedEnvModel, \
-    build_feedback
+from rla_jax.rl.alfworld_rollout import (
+  Episode,
+  SamplingParams,
+  _seed,
+  judge_episodes,
+  rollout_episodes,
+)
+from rla_jax.rl.env_model import LLMEnvModel, RuleBasedEnvModel, build_feedback
 from rla_jax.rl.loop_common import LoopBase, current_groups
 from rla_jax.rl.training_data import RewardConfig, task_samples
 
@@ -41,8 +45,10 @@ def parse_task_types(value: str) -> tuple[str, ...] | None:
   """config env.task_types: "all" (None: the ALFWorld mix of all six types)
   or comma-separated task-type names; ValueError naming the key otherwise."""
   if not isinstance(value, str):
-    raise ValueError(f"config env.task_types={value!r} must be a string: "
-                     f"'all' or comma-separated task types")
+    raise ValueError(
+      f"config env.task_types={value!r} must be a string: "
+      f"'all' or comma-separated task types"
+    )
   if value.strip() == "all":
     return None
   try:
@@ -64,21 +70,24 @@ class AlfworldLoop(LoopBase):
       return super().model_dirs()
     from rla_jax.warmstart import build_warm_start  # pylint: disable=import-outside-toplevel
     from rla_jax.warmstart.coding import cache_root  # pylint: disable=import-outside-toplevel
+
     settings = self._warmstart_settings()
-    out_dir = os.path.join(cache_root(c.warmstart.cache_dir), "alfworld",
-                           c.warmstart.name)
+    out_dir = os.path.join(
+      cache_root(c.warmstart.cache_dir), "alfworld", c.warmstart.name
+    )
     if jax.process_count() > 1:  # process 0 builds, the others reuse it
       if jax.process_index() == 0:
         build_warm_start(settings, out_dir, log=self.log)
       multihost_utils.sync_global_devices("rla_jax_warmstart")
     result = build_warm_start(settings, out_dir, log=self.log)
     self.warmstart_report = result.get("report", {})
-    return {k: result[k] for k in ("tokenizer_dir", "policy_dir",
-                                   "reward_dir")}
+    return {k: result[k] for k in ("tokenizer_dir", "policy_dir", "reward_dir")}
 
   def fingerprint_fields(self) -> dict:
-    return {**super().fingerprint_fields(),
-            "warmstart": self.config.warmstart.to_dict()}
+    return {
+      **super().fingerprint_fields(),
+      "warmstart": self.config.warmstart.to_dict(),
+    }
 
   @property
   def history_steps(self) -> int | None:
@@ -89,15 +98,19 @@ class AlfworldLoop(LoopBase):
     e = self.config.env
     parse_task_types(e.task_types)
     if e.num_tasks < 1 or e.num_slots < e.num_tasks:
-      raise ValueError(f"config env.num_slots={e.num_slots} must be >= "
-                       f"env.num_tasks={e.num_tasks} >= 1 (the slots each "
-                       f"RL step draws)")
+      raise ValueError(
+        f"config env.num_slots={e.num_slots} must be >= "
+        f"env.num_tasks={e.num_tasks} >= 1 (the slots each "
+        f"RL step draws)"
+      )
     k = self.config.eval.rollouts_per_game
     if not isinstance(k, int) or k < 1:
-      raise ValueError(f"config eval.rollouts_per_game={k!r} must be an "
-                       f"int >= 1")
+      raise ValueError(
+        f"config eval.rollouts_per_game={k!r} must be an int >= 1"
+      )
     if not self.config.model.policy_dir:
       from rla_jax.warmstart.config import resolve_config  # pylint: disable=import-outside-toplevel
+
       resolve_config(self._warmstart_settings())  # bad values fail here
 
   def _warmstart_settings(self) -> dict:
@@ -108,76 +121,128 @@ class AlfworldLoop(LoopBase):
     render)."""
     c = self.config
     settings = c.warmstart.settings.to_dict()
-    settings.update(seed=c.warmstart.seed, room_size=c.env.room_size,
-                    history_steps=self.history_steps)
+    settings.update(
+      seed=c.warmstart.seed,
+      room_size=c.env.room_size,
+      history_steps=self.history_steps,
+    )
     return settings
 
   def build_tasks(self):
     c = self.config
     task_types = parse_task_types(c.env.task_types)
-    train = generate_split("train", c.env.num_slots, c.seed,
-                           room_size=c.env.room_size, task_types=task_types)
+    train = generate_split(
+      "train",
+      c.env.num_slots,
+      c.seed,
+      room_size=c.env.room_size,
+      task_types=task_types,
+    )
     self.registry = {g.game_id: g for g in train}
-    self.pool = TaskPool([g.game_id for g in train],
-                         low=c.adaptation.low, high=c.adaptation.high)
+    self.pool = TaskPool(
+      [g.game_id for g in train], low=c.adaptation.low, high=c.adaptation.high
+    )
     # The judge's reference trajectories: the base policy's OOD episodes
     # (kept by the first evaluation, or by `_ensure_rm_reference`).
     self.rm_reference = None
     self.eval_games = {
-        "in_distribution": generate_split(
-            "valid_seen", c.eval.num_games, c.eval.seed,
-            room_size=c.env.room_size, task_types=task_types),
-        "out_of_distribution": generate_split(
-            "valid_unseen", c.eval.num_games, c.eval.seed,
-            room_size=c.env.room_size, task_types=task_types)}
+      "in_distribution": generate_split(
+        "valid_seen",
+        c.eval.num_games,
+        c.eval.seed,
+        room_size=c.env.room_size,
+        task_types=task_types,
+      ),
+      "out_of_distribution": generate_split(
+        "valid_unseen",
+        c.eval.num_games,
+        c.eval.seed,
+        room_size=c.env.room_size,
+        task_types=task_types,
+      ),
+    }
     if c.adaptation.env_model == "llm":
-      self.env_model = LLMEnvModel(self.reward_sampler, self.tokenizer,
-                                   attempts=c.adaptation.attempts,
-                                   history_steps=self.history_steps,
-                                   max_steps=c.env.max_steps)
+      self.env_model = LLMEnvModel(
+        self.reward_sampler,
+        self.tokenizer,
+        attempts=c.adaptation.attempts,
+        history_steps=self.history_steps,
+        max_steps=c.env.max_steps,
+      )
     else:
       self.env_model = RuleBasedEnvModel()
     self.reward_cfg = RewardConfig(
-        lam=c.reward.lam, use_judge_signal=c.reward.use_judge_signal,
-        policy_band=tuple(c.reward.policy_band),
-        rm_band=tuple(c.reward.rm_band))
+      lam=c.reward.lam,
+      use_judge_signal=c.reward.use_judge_signal,
+      policy_band=tuple(c.reward.policy_band),
+      rm_band=tuple(c.reward.rm_band),
+    )
 
   # --------------------------------------------------------- state
   def task_state(self) -> dict:
-    return {"pool": self.pool.to_dict(),
-            "registry": {k: g.to_dict() for k, g in self.registry.items()},
-            "rm_reference": None if self.rm_reference is None else
-                            [_reference_record(e) for e in self.rm_reference]}
+    return {
+      "pool": self.pool.to_dict(),
+      "registry": {k: g.to_dict() for k, g in self.registry.items()},
+      "rm_reference": None
+      if self.rm_reference is None
+      else [_reference_record(e) for e in self.rm_reference],
+    }
 
   def load_task_state(self, d: dict) -> None:
     from rla_jax.envs.alfworld import Game  # pylint: disable=import-outside-toplevel
+
     self.pool = TaskPool.from_dict(d["pool"])
     self.registry = {k: Game.from_dict(v) for k, v in d["registry"].items()}
     ood = {g.game_id: g for g in self.eval_games["out_of_distribution"]}
     refs = d.get("rm_reference")
-    self.rm_reference = None if refs is None else [
-        Episode(task_id=r["task_id"], game=ood[r["task_id"]],
-                **{k: r[k] for k in _REFERENCE_FIELDS}) for r in refs]
+    self.rm_reference = (
+      None
+      if refs is None
+      else [
+        Episode(
+          task_id=r["task_id"],
+          game=ood[r["task_id"]],
+          **{k: r[k] for k in _REFERENCE_FIELDS},
+        )
+        for r in refs
+      ]
+    )
 
   # --------------------------------------------------------- pieces
   def _sampling(self, section) -> SamplingParams:
-    return SamplingParams(temperature=section.temperature,
-                          top_p=section.top_p, greedy=section.greedy)
+    return SamplingParams(
+      temperature=section.temperature,
+      top_p=section.top_p,
+      greedy=section.greedy,
+    )
 
   def _rollouts(self, games, ids, seed, params, timings, max_steps=None):
     c = self.config
     return rollout_episodes(
-        games, ids, self.policy_sampler, self.tokenizer,
-        backend=c.env.backend, max_steps=max_steps or c.env.max_steps,
-        history_steps=self.history_steps, seed=seed, params=params,
-        timings=timings)
+      games,
+      ids,
+      self.policy_sampler,
+      self.tokenizer,
+      backend=c.env.backend,
+      max_steps=max_steps or c.env.max_steps,
+      history_steps=self.history_steps,
+      seed=seed,
+      params=params,
+      timings=timings,
+    )
 
   def _judge(self, episodes, seed, include=None):
     c = self.config
-    return judge_episodes(episodes, self.reward_sampler, self.tokenizer,
-                          m=c.reward.m, seed=seed,
-                          params=self._sampling(c.reward.judge_sampling),
-                          batch_size=c.reward.judge_batch, include=include)
+    return judge_episodes(
+      episodes,
+      self.reward_sampler,
+      self.tokenizer,
+      m=c.reward.m,
+      seed=seed,
+      params=self._sampling(c.reward.judge_sampling),
+      batch_size=c.reward.judge_batch,
+      include=include,
+    )
 
   # --------------------------------------------------------- one step
   def run_step(self, step: int) -> dict:
@@ -188,22 +253,28 @@ class AlfworldLoop(LoopBase):
     # 1. rollouts of num_tasks slots drawn from those with no pending
     # candidate, and of every pending candidate
     drawn = self.pool.sample_active(
-        c.env.num_tasks, np.random.default_rng([c.seed, step, 4]))
+      c.env.num_tasks, np.random.default_rng([c.seed, step, 4])
+    )
     groups = [("active", slot, tid) for slot, tid in drawn]
-    groups += [("candidate", slot, cand["candidate_id"])
-               for slot, cand in self.pool.pending_candidates()]
+    groups += [
+      ("candidate", slot, cand["candidate_id"])
+      for slot, cand in self.pool.pending_candidates()
+    ]
     games, ids = [], []
     for _, _, tid in groups:
       games += [self.registry[tid]] * N
       ids += [tid] * N
-    episodes = self._rollouts(games, ids, _seed(c.seed, step, 1),
-                              self._sampling(c.rollout), t)
+    episodes = self._rollouts(
+      games, ids, _seed(c.seed, step, 1), self._sampling(c.rollout), t
+    )
     rows = {i: list(range(i * N, (i + 1) * N)) for i in range(len(groups))}
-    acc = {i: float(np.mean([episodes[r].won for r in rows[i]]))
-           for i in rows}
+    acc = {i: float(np.mean([episodes[r].won for r in rows[i]])) for i in rows}
     # 2. resolve candidates (acceptance rule: it needs only their accuracy)
-    cand_acc = {slot: acc[i] for i, (kind, slot, _) in enumerate(groups)
-                if kind == "candidate"}
+    cand_acc = {
+      slot: acc[i]
+      for i, (kind, slot, _) in enumerate(groups)
+      if kind == "candidate"
+    }
     outcome = dict(self.pool.resolve(cand_acc, step=step)) if cand_acc else {}
     for i, (kind, slot, tid) in enumerate(groups):
       if kind == "candidate" and not outcome.get(slot):
@@ -211,25 +282,42 @@ class AlfworldLoop(LoopBase):
     # 3. m judgements per step of the episodes that are used (active tasks
     # and accepted candidates; a rejected candidate's episodes are not)
     t0 = time.perf_counter()
-    need_judge = c.reward.use_judge_signal or c.reward.train_rm or \
-        c.adaptation.enabled
-    used = [kind == "active" or bool(outcome.get(slot))
-            for kind, slot, _ in groups for _ in range(N)]
-    judged = self._judge(episodes, _seed(c.seed, step, 2), include=used) \
-        if need_judge else None
+    need_judge = (
+      c.reward.use_judge_signal or c.reward.train_rm or c.adaptation.enabled
+    )
+    used = [
+      kind == "active" or bool(outcome.get(slot))
+      for kind, slot, _ in groups
+      for _ in range(N)
+    ]
+    judged = (
+      self._judge(episodes, _seed(c.seed, step, 2), include=used)
+      if need_judge
+      else None
+    )
     t["rm_sampling"] = time.perf_counter() - t0
     K = max(e.num_steps for e in episodes)
     scores = judged.scores if judged else np.zeros((len(episodes), K, 1))
-    mask = judged.mask if judged else np.array(
-        [[k < e.num_steps for k in range(K)] for e in episodes])
+    mask = (
+      judged.mask
+      if judged
+      else np.array([[k < e.num_steps for k in range(K)] for e in episodes])
+    )
     # 4. training data (active tasks + accepted candidates)
     policy_samples, rm_samples = [], []
     n_policy_tasks = n_rm_tasks = 0
     for i, (kind, slot, _) in enumerate(groups):
       if kind == "candidate" and not outcome.get(slot):
         continue
-      p, r, st = task_samples(episodes, scores, mask, judged, rows[i],
-                              self.reward_cfg, train_rm=c.reward.train_rm)
+      p, r, st = task_samples(
+        episodes,
+        scores,
+        mask,
+        judged,
+        rows[i],
+        self.reward_cfg,
+        train_rm=c.reward.train_rm,
+      )
       policy_samples += p
       rm_samples += r
       n_policy_tasks += st["policy_in_band"]
@@ -252,42 +340,51 @@ class AlfworldLoop(LoopBase):
       directions = self.pool.proposal_directions(active_acc)
       for slot, direction in directions.items():
         i = current[slot]
-        feedback = build_feedback([episodes[r] for r in rows[i]],
-                                  scores[rows[i]])
+        feedback = build_feedback(
+          [episodes[r] for r in rows[i]], scores[rows[i]]
+        )
         rng = np.random.default_rng([c.seed, step, 3, i])
-        variant = self.env_model.propose(self.registry[groups[i][2]],
-                                         direction, feedback, rng)
+        variant = self.env_model.propose(
+          self.registry[groups[i][2]], direction, feedback, rng
+        )
         if variant is not None and variant.game_id not in self.registry:
           self.registry[variant.game_id] = variant
-          self.pool.propose(slot, variant.game_id, direction,
-                            active_acc[slot])
+          self.pool.propose(slot, variant.game_id, direction, active_acc[slot])
           proposed += 1
     t["adaptation"] = time.perf_counter() - t0
     # metrics
-    active_rows = [r for i, (k, _, _) in enumerate(groups) if k == "active"
-                   for r in rows[i]]
-    metrics.update({
-        "train/rollout_accuracy": float(np.mean(
-            [episodes[r].won for r in active_rows])),
-        "train/mean_episode_steps": float(np.mean(
-            [episodes[r].num_steps for r in active_rows])),
+    active_rows = [
+      r for i, (k, _, _) in enumerate(groups) if k == "active" for r in rows[i]
+    ]
+    metrics.update(
+      {
+        "train/rollout_accuracy": float(
+          np.mean([episodes[r].won for r in active_rows])
+        ),
+        "train/mean_episode_steps": float(
+          np.mean([episodes[r].num_steps for r in active_rows])
+        ),
         "train/policy_samples": len(policy_samples),
         "train/rm_samples": len(rm_samples),
         "train/policy_tasks_in_band": n_policy_tasks,
         "train/rm_tasks_in_band": n_rm_tasks,
-        "train/judge_positive_rate": float(
-            (scores[mask] > 0).mean()) if judged else 0.0,
-        "train/judge_unparseable_rate": float(
-            (scores[mask] == 0).mean()) if judged else 0.0,
+        "train/judge_positive_rate": float((scores[mask] > 0).mean())
+        if judged
+        else 0.0,
+        "train/judge_unparseable_rate": float((scores[mask] == 0).mean())
+        if judged
+        else 0.0,
         "env/candidates_evaluated": len(cand_acc),
         "env/accepted_this_step": sum(bool(v) for v in outcome.values()),
         "env/accepted_total": self.pool.accepted_total,
         "env/rejected_total": self.pool.rejected_total,
         "env/proposed_this_step": proposed,
-    })
+      }
+    )
     if self.pool.accepted_accuracies:
       metrics["env/accepted_task_accuracy"] = float(
-          np.mean(self.pool.accepted_accuracies))
+        np.mean(self.pool.accepted_accuracies)
+      )
     metrics.update({f"time/{k}": v for k, v in t.items()})
     return metrics
 
@@ -304,9 +401,14 @@ class AlfworldLoop(LoopBase):
     c = self.config
     games = list(self.eval_games[name]) * c.eval.rollouts_per_game
     i = list(self.eval_games).index(name)
-    return self._rollouts(games, [g.game_id for g in games],
-                          _seed(c.eval.seed, 10 + i), self._sampling(c.eval),
-                          timings, max_steps=c.eval.max_steps)
+    return self._rollouts(
+      games,
+      [g.game_id for g in games],
+      _seed(c.eval.seed, 10 + i),
+      self._sampling(c.eval),
+      timings,
+      max_steps=c.eval.max_steps,
+    )
 
   def _ensure_rm_reference(self, timings: dict) -> None:
     """Without an evaluation before training (eval.at_start off, e.g. the
@@ -316,7 +418,7 @@ class AlfworldLoop(LoopBase):
     if self.rm_reference is None:
       t0 = time.perf_counter()
       eps = self._eval_rollouts("out_of_distribution", {})
-      self.rm_reference = eps[:self.config.eval.num_rm_episodes]
+      self.rm_reference = eps[: self.config.eval.num_rm_episodes]
       timings["judge_reference"] = time.perf_counter() - t0
 
   def evaluate(self, step: int) -> dict:
@@ -337,24 +439,31 @@ class AlfworldLoop(LoopBase):
       eps = self._eval_rollouts(name, t)
       out[f"eval/{name}_success"] = float(np.mean([e.won for e in eps]))
       if name == "out_of_distribution" and self.rm_reference is None:
-        self.rm_reference = eps[:c.eval.num_rm_episodes]
+        self.rm_reference = eps[: c.eval.num_rm_episodes]
     refs = self.rm_reference
     judged = self._judge(refs, _seed(c.eval.seed, 20))
     labels = evaluation.process_labels(refs)
     out["eval/rm_process_accuracy"] = evaluation.rm_process_accuracy(
-        judged.scores, judged.mask, labels)
+      judged.scores, judged.mask, labels
+    )
     out["eval/rm_outcome_accuracy"] = evaluation.rm_outcome_accuracy(
-        judged.scores, judged.mask, np.array([e.won for e in refs]))
-    breakdown = evaluation.rm_process_breakdown(judged.scores, judged.mask,
-                                                labels)
+      judged.scores, judged.mask, np.array([e.won for e in refs])
+    )
+    breakdown = evaluation.rm_process_breakdown(
+      judged.scores, judged.mask, labels
+    )
     out[keys.EVAL_RM_POSITIVE_RATE] = breakdown["positive_rate"]
-    out[keys.EVAL_RM_PROCESS_BALANCED_ACCURACY] = breakdown[
-        "balanced_accuracy"]
+    out[keys.EVAL_RM_PROCESS_BALANCED_ACCURACY] = breakdown["balanced_accuracy"]
     return out
 
 
-_REFERENCE_FIELDS = ("observations", "actions", "prompt_texts",
-                     "response_texts", "won")
+_REFERENCE_FIELDS = (
+  "observations",
+  "actions",
+  "prompt_texts",
+  "response_texts",
+  "won",
+)
 
 
 def _reference_record(e: Episode) -> dict:

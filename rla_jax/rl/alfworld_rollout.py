@@ -49,6 +49,7 @@ class SamplingParams:
 @dataclasses.dataclass
 class Episode:
   """One trajectory. observations has num_steps + 1 entries."""
+
   task_id: str
   game: Game
   observations: list[str] = dataclasses.field(default_factory=list)
@@ -70,6 +71,7 @@ class Judgements:
   """m judgements of every step. scores: [N, K, m] in {+1, -1, 0}
   (0 = unparseable; padded steps are 0); mask: [N, K] real steps.
   prompt_ids / response_ids / logprobs are indexed [n][k][j]."""
+
   scores: np.ndarray
   mask: np.ndarray
   prompt_ids: list[list[list[int]]]
@@ -80,15 +82,27 @@ class Judgements:
 
 def _seed(*parts: int) -> int:
   """A 31-bit seed mixed from integers (stable across runs)."""
-  return int(np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts])
-             .generate_state(1)[0] >> 1)
+  return int(
+    np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts]).generate_state(
+      1
+    )[0]
+    >> 1
+  )
 
 
-def rollout_episodes(games: Sequence[Game], task_ids: Sequence[str],
-                     sampler: Sampler, tokenizer, *, backend: str,
-                     max_steps: int, history_steps: int | None, seed: int,
-                     params: SamplingParams, timings: dict | None = None
-                     ) -> list[Episode]:
+def rollout_episodes(
+  games: Sequence[Game],
+  task_ids: Sequence[str],
+  sampler: Sampler,
+  tokenizer,
+  *,
+  backend: str,
+  max_steps: int,
+  history_steps: int | None,
+  seed: int,
+  params: SamplingParams,
+  timings: dict | None = None,
+) -> list[Episode]:
   """Plays every game once with the policy; returns one Episode per game.
 
   `games` is the global list (the same on every process); this process
@@ -105,20 +119,39 @@ def rollout_episodes(games: Sequence[Game], task_ids: Sequence[str],
   if len(games) != len(task_ids):
     raise ValueError(f"{len(games)} games but {len(task_ids)} task ids")
   own = distributed.process_slice(len(games))
-  episodes = _play_own_games(list(games[own]), list(task_ids[own]), own.start,
-                             sampler, tokenizer, backend=backend,
-                             max_steps=max_steps, history_steps=history_steps,
-                             seed=seed, params=params, timings=timings)
+  episodes = _play_own_games(
+    list(games[own]),
+    list(task_ids[own]),
+    own.start,
+    sampler,
+    tokenizer,
+    backend=backend,
+    max_steps=max_steps,
+    history_steps=history_steps,
+    seed=seed,
+    params=params,
+    timings=timings,
+  )
   t0 = time.perf_counter()
   episodes = distributed.allgather_lists(episodes)
   timings["policy_sampling"] += time.perf_counter() - t0
   return episodes
 
 
-def _play_own_games(games: list[Game], task_ids: list[str], offset: int,
-                    sampler: Sampler, tokenizer, *, backend: str,
-                    max_steps: int, history_steps: int | None, seed: int,
-                    params: SamplingParams, timings: dict) -> list[Episode]:
+def _play_own_games(
+  games: list[Game],
+  task_ids: list[str],
+  offset: int,
+  sampler: Sampler,
+  tokenizer,
+  *,
+  backend: str,
+  max_steps: int,
+  history_steps: int | None,
+  seed: int,
+  params: SamplingParams,
+  timings: dict,
+) -> list[Episode]:
   """Steps this process's games; rows of games[i] are global row offset + i.
 
   Every turn is one global sampler call over all processes' live agents,
@@ -126,27 +159,33 @@ def _play_own_games(games: list[Game], task_ids: list[str], offset: int,
   """
   t0 = time.perf_counter()
   env = make_env(backend, len(games), max_steps=max_steps) if games else None
-  obs, infos = env.reset(games) if games else ([], {"admissible_commands":
-                                                     []})
-  episodes = [Episode(t, g, observations=[o]) for t, g, o in
-              zip(task_ids, games, obs)]
+  obs, infos = env.reset(games) if games else ([], {"admissible_commands": []})
+  episodes = [
+    Episode(t, g, observations=[o]) for t, g, o in zip(task_ids, games, obs)
+  ]
   admissible = infos["admissible_commands"]
   done = [False] * len(games)
   timings["env"] += time.perf_counter() - t0
   for turn in range(max_steps):
     t0 = time.perf_counter()
     live = [i for i, d in enumerate(done) if not d]
-    texts = {i: agent_text.policy_step_text(
-        episodes[i].observations, episodes[i].actions, admissible[i],
-        history_steps) for i in live}
+    texts = {
+      i: agent_text.policy_step_text(
+        episodes[i].observations,
+        episodes[i].actions,
+        admissible[i],
+        history_steps,
+      )
+      for i in live
+    }
     ids = {i: agent_text.chat_ids(tokenizer, texts[i]) for i in live}
     # (global row, prompt ids) of every process's live agents, row order
-    rows = distributed.allgather_lists(
-        [(offset + i, ids[i]) for i in live])
+    rows = distributed.allgather_lists([(offset + i, ids[i]) for i in live])
     if not rows:
       break
-    out = sampler.generate([r for _, r in rows], seed=_seed(seed, turn),
-                           **dataclasses.asdict(params))
+    out = sampler.generate(
+      [r for _, r in rows], seed=_seed(seed, turn), **dataclasses.asdict(params)
+    )
     position = {g: j for j, (g, _) in enumerate(rows)}
     commands: list[str | None] = [None] * len(games)
     for i in live:
@@ -176,15 +215,24 @@ def _play_own_games(games: list[Game], task_ids: list[str], offset: int,
   return episodes
 
 
-def judge_episodes(episodes: Sequence[Episode], sampler: Sampler, tokenizer,
-                   *, m: int, seed: int, params: SamplingParams,
-                   batch_size: int = 64,
-                   include: Sequence[bool] | None = None) -> Judgements:
+def judge_episodes(
+  episodes: Sequence[Episode],
+  sampler: Sampler,
+  tokenizer,
+  *,
+  m: int,
+  seed: int,
+  params: SamplingParams,
+  batch_size: int = 64,
+  include: Sequence[bool] | None = None,
+) -> Judgements:
   """Samples m judgements for every step of every episode (or of the
   episodes with include[n] true; the others get mask False and score 0)."""
   if include is not None and len(include) != len(episodes):
-    raise ValueError(f"judge_episodes: {len(include)} include flags for "
-                     f"{len(episodes)} episodes")
+    raise ValueError(
+      f"judge_episodes: {len(include)} include flags for "
+      f"{len(episodes)} episodes"
+    )
   N = len(episodes)
   K = max([e.num_steps for e in episodes] + [1])
   scores = np.zeros((N, K, m), np.int32)
@@ -199,8 +247,9 @@ def judge_episodes(episodes: Sequence[Episode], sampler: Sampler, tokenizer,
       continue
     for k in range(e.num_steps):
       mask[n, k] = True
-      text = agent_text.judge_step_text(e.prompt_texts[k], e.response_texts[k],
-                                        e.observations[k + 1])
+      text = agent_text.judge_step_text(
+        e.prompt_texts[k], e.response_texts[k], e.observations[k + 1]
+      )
       prompt_ids[n][k] = agent_text.chat_ids(tokenizer, text)
       jobs.append((n, k))
   # Similar lengths share a call (less padding); each prompt is prefilled
@@ -208,10 +257,13 @@ def judge_episodes(episodes: Sequence[Episode], sampler: Sampler, tokenizer,
   jobs.sort(key=lambda nk: len(prompt_ids[nk[0]][nk[1]]))
   per_call = max(1, batch_size // m)
   for start in range(0, len(jobs), per_call):
-    chunk = jobs[start:start + per_call]
-    out = sampler.generate([prompt_ids[n][k] for n, k in chunk],
-                           seed=_seed(seed, start), num_samples=m,
-                           **dataclasses.asdict(params))
+    chunk = jobs[start : start + per_call]
+    out = sampler.generate(
+      [prompt_ids[n][k] for n, k in chunk],
+      seed=_seed(seed, start),
+      num_samples=m,
+      **dataclasses.asdict(params),
+    )
     for i, (n, k) in enumerate(chunk):
       for j in range(m):
         toks, lp = out.tokens[i * m + j], out.logprobs[i * m + j]

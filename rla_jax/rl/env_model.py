@@ -20,9 +20,13 @@ from typing import Sequence
 
 import numpy as np
 
-from rla_jax.envs.alfworld import (Game, apply_goal_tokens,
-                                   describe_game_for_proposal, expert_plan,
-                                   perturb_game)
+from rla_jax.envs.alfworld import (
+  Game,
+  apply_goal_tokens,
+  describe_game_for_proposal,
+  expert_plan,
+  perturb_game,
+)
 from rla_jax.rl import agent_text, prompts
 from rla_jax.rl.parsing import last_boxed
 from rla_jax.rl.rewards import high_risk_steps
@@ -36,6 +40,7 @@ class Feedback:
   observations, actions, high-risk step indices)] for failed rollouts;
   summaries: [(rollout index, text)] filled by an LLM critic (may be empty).
   """
+
   accuracy: float
   failed: list[tuple[int, list[str], list[str], list[int]]]
   summaries: list[tuple[int, str]] = dataclasses.field(default_factory=list)
@@ -62,8 +67,13 @@ class RuleBasedEnvModel:
   def __init__(self, num_draws: int = 6, low: float = 0.2, high: float = 0.8):
     self.num_draws, self.low, self.high = num_draws, low, high
 
-  def propose(self, game: Game, direction: str, feedback: Feedback,
-              rng: np.random.Generator) -> Game | None:
+  def propose(
+    self,
+    game: Game,
+    direction: str,
+    feedback: Feedback,
+    rng: np.random.Generator,
+  ) -> Game | None:
     variants = {}
     for _ in range(self.num_draws):
       v = perturb_game(game, direction, rng)
@@ -72,24 +82,34 @@ class RuleBasedEnvModel:
     if not variants:
       return None
     base = len(expert_plan(game) or [])
-    ranked = sorted(variants.values(),
-                    key=lambda v: (len(expert_plan(v) or []) - base, v.game_id))
+    ranked = sorted(
+      variants.values(),
+      key=lambda v: (len(expert_plan(v) or []) - base, v.game_id),
+    )
     if direction == "easier":
       ranked.reverse()  # shortest plans first
     # Far outside the band (all fail / all succeed, or every failure has
     # all-negative steps): take the strongest change, else the mildest.
-    extreme = (feedback.accuracy in (0.0, 1.0) or
-               (feedback.failed and feedback.num_high_risk >=
-                len(feedback.failed) * 3))
+    extreme = feedback.accuracy in (0.0, 1.0) or (
+      feedback.failed and feedback.num_high_risk >= len(feedback.failed) * 3
+    )
     return ranked[-1] if extreme else ranked[0]
 
 
 class LLMEnvModel:
   """The reference's prompted environment model on an rla_jax Sampler."""
 
-  def __init__(self, sampler, tokenizer, *, attempts: int = 8,
-               temperature: float = 0.8, top_p: float = 0.95,
-               history_steps: int | None = None, max_steps: int = 40):
+  def __init__(
+    self,
+    sampler,
+    tokenizer,
+    *,
+    attempts: int = 8,
+    temperature: float = 0.8,
+    top_p: float = 0.95,
+    history_steps: int | None = None,
+    max_steps: int = 40,
+  ):
     self.sampler, self.tokenizer = sampler, tokenizer
     self.attempts, self.temperature, self.top_p = attempts, temperature, top_p
     self.history_steps, self.max_steps = history_steps, max_steps
@@ -97,32 +117,55 @@ class LLMEnvModel:
 
   def _sample(self, texts: Sequence[str], seed: int) -> list[str]:
     ids = [agent_text.chat_ids(self.tokenizer, t) for t in texts]
-    out = self.sampler.generate(ids, seed=seed, temperature=self.temperature,
-                                top_p=self.top_p)
-    return [self.tokenizer.decode(t, skip_special_tokens=True)
-            for t in out.tokens]
+    out = self.sampler.generate(
+      ids, seed=seed, temperature=self.temperature, top_p=self.top_p
+    )
+    return [
+      self.tokenizer.decode(t, skip_special_tokens=True) for t in out.tokens
+    ]
 
   def summarize(self, game: Game, feedback: Feedback, seed: int) -> None:
     """Fills feedback.summaries (one critic call per failed rollout)."""
     if not feedback.failed:
       return
-    texts = [prompts.failure_summary_prompt(
-        game.task_text, obs, acts, risky, self.max_steps,
-        history_steps=self.history_steps)
-             for _, obs, acts, risky in feedback.failed]
+    texts = [
+      prompts.failure_summary_prompt(
+        game.task_text,
+        obs,
+        acts,
+        risky,
+        self.max_steps,
+        history_steps=self.history_steps,
+      )
+      for _, obs, acts, risky in feedback.failed
+    ]
     replies = self._sample(texts, seed)
-    feedback.summaries = [(f[0], last_boxed(r) or r.strip()[:200])
-                          for f, r in zip(feedback.failed, replies)]
+    feedback.summaries = [
+      (f[0], last_boxed(r) or r.strip()[:200])
+      for f, r in zip(feedback.failed, replies)
+    ]
     self.stats["summaries"] += len(replies)
 
-  def propose(self, game: Game, direction: str, feedback: Feedback,
-              rng: np.random.Generator) -> Game | None:
+  def propose(
+    self,
+    game: Game,
+    direction: str,
+    feedback: Feedback,
+    rng: np.random.Generator,
+  ) -> Game | None:
     seed = int(rng.integers(2**31 - 1))
     self.summarize(game, feedback, seed)
-    texts = [prompts.task_proposal_prompt(
-        describe_game_for_proposal(game), feedback.summaries, direction,
-        feedback.accuracy, k + 1, self.attempts)
-             for k in range(self.attempts)]
+    texts = [
+      prompts.task_proposal_prompt(
+        describe_game_for_proposal(game),
+        feedback.summaries,
+        direction,
+        feedback.accuracy,
+        k + 1,
+        self.attempts,
+      )
+      for k in range(self.attempts)
+    ]
     for reply in self._sample(texts, seed + 1):
       self.stats["attempts"] += 1
       box = last_boxed(reply)

@@ -28,41 +28,58 @@ def majority_vote(scores: np.ndarray) -> np.ndarray:
 
 def process_labels(episodes) -> list[list[int]]:
   """Expert progress label (+1/-1) of every step of every episode."""
-  return [[1 if label_progress(ep.game, ep.actions[:k], ep.actions[k]) else -1
-           for k in range(ep.num_steps)] for ep in episodes]
+  return [
+    [
+      1 if label_progress(ep.game, ep.actions[:k], ep.actions[k]) else -1
+      for k in range(ep.num_steps)
+    ]
+    for ep in episodes
+  ]
 
 
-def _votes_and_labels(scores: np.ndarray, mask: np.ndarray,
-                      labels: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+def _votes_and_labels(
+  scores: np.ndarray, mask: np.ndarray, labels: list[list[int]]
+) -> tuple[np.ndarray, np.ndarray]:
   """([S] majority votes, [S] expert labels) of the S real steps."""
   votes = majority_vote(scores)
-  pairs = [(votes[n, k], lab) for n, row in enumerate(labels)
-           for k, lab in enumerate(row) if mask[n, k]]
+  pairs = [
+    (votes[n, k], lab)
+    for n, row in enumerate(labels)
+    for k, lab in enumerate(row)
+    if mask[n, k]
+  ]
   return tuple(np.array(pairs, np.int64).reshape(-1, 2).T)
 
 
-def rm_process_accuracy(scores: np.ndarray, mask: np.ndarray,
-                        labels: list[list[int]]) -> float:
+def rm_process_accuracy(
+  scores: np.ndarray, mask: np.ndarray, labels: list[list[int]]
+) -> float:
   """Fraction of real steps whose majority vote equals the expert label."""
   v, y = _votes_and_labels(scores, mask, labels)
   return float((v == y).mean()) if y.size else float("nan")
 
 
-def rm_process_breakdown(scores: np.ndarray, mask: np.ndarray,
-                         labels: list[list[int]]) -> dict:
+def rm_process_breakdown(
+  scores: np.ndarray, mask: np.ndarray, labels: list[list[int]]
+) -> dict:
   """Majority-vote +1 rate and balanced accuracy (mean of the +1 and -1
   recalls) over the real steps; a class with no step counts as nan."""
   v, y = _votes_and_labels(scores, mask, labels)
   if not y.size:
     return {"positive_rate": float("nan"), "balanced_accuracy": float("nan")}
-  recalls = [float((v[y == c] == c).mean()) if (y == c).any() else float("nan")
-             for c in (1, -1)]
-  return {"positive_rate": float((v > 0).mean()),
-          "balanced_accuracy": float(np.mean(recalls))}
+  recalls = [
+    float((v[y == c] == c).mean()) if (y == c).any() else float("nan")
+    for c in (1, -1)
+  ]
+  return {
+    "positive_rate": float((v > 0).mean()),
+    "balanced_accuracy": float(np.mean(recalls)),
+  }
 
 
-def rm_outcome_accuracy(scores: np.ndarray, mask: np.ndarray,
-                        won: np.ndarray) -> float:
+def rm_outcome_accuracy(
+  scores: np.ndarray, mask: np.ndarray, won: np.ndarray
+) -> float:
   """Fraction of trajectories where (mean step score > 0) == won."""
   hits = total = 0
   for n in range(len(won)):

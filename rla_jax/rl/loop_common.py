@@ -29,11 +29,16 @@ _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
 def optim_config(section, max_seq_len: int) -> OptimConfig:
   return OptimConfig(
-      learning_rate=section.learning_rate, weight_decay=section.weight_decay,
-      grad_clip=section.grad_clip, clip_eps=section.clip_eps,
-      kl_beta=section.kl_beta, micro_batch_size=section.micro_batch_size,
-      logprob_chunk=section.logprob_chunk, max_seq_len=max_seq_len,
-      target_kl=section.target_kl)
+    learning_rate=section.learning_rate,
+    weight_decay=section.weight_decay,
+    grad_clip=section.grad_clip,
+    clip_eps=section.clip_eps,
+    kl_beta=section.kl_beta,
+    micro_batch_size=section.micro_batch_size,
+    logprob_chunk=section.logprob_chunk,
+    max_seq_len=max_seq_len,
+    target_kl=section.target_kl,
+  )
 
 
 def current_groups(groups, accepted: dict) -> dict:
@@ -46,7 +51,8 @@ def current_groups(groups, accepted: dict) -> dict:
   current = {}
   for i, (kind, slot, _) in enumerate(groups):
     if (kind == "active" and slot not in current) or (
-        kind == "candidate" and accepted.get(slot)):
+      kind == "candidate" and accepted.get(slot)
+    ):
       current[slot] = i
   return current
 
@@ -56,20 +62,25 @@ class LoopBase:
 
   title = "RLAnything"
 
-  def __init__(self, config: ml_collections.ConfigDict, workdir: str,
-               *, log=logging.info):
+  def __init__(
+    self, config: ml_collections.ConfigDict, workdir: str, *, log=logging.info
+  ):
     self.config, self.workdir, self.log = config, workdir, log
     self.check_config()  # bad settings fail before any model work
     os.makedirs(workdir, exist_ok=True)
     shd.maybe_initialize_distributed()
     self.is_primary = jax.process_index() == 0
-    self.checkpointer = LoopCheckpointer(workdir,
-                                         max_to_keep=config.checkpoint.keep)
+    self.checkpointer = LoopCheckpointer(
+      workdir, max_to_keep=config.checkpoint.keep
+    )
     self.fingerprint = fingerprint(self.fingerprint_fields())
     latest = self.checkpointer.latest_step()
     # Refuse an incompatible workdir before any model is loaded or compiled.
-    self._resume_meta = (self.checkpointer.check_compatible(
-        latest, self.fingerprint) if latest is not None else None)
+    self._resume_meta = (
+      self.checkpointer.check_compatible(latest, self.fingerprint)
+      if latest is not None
+      else None
+    )
     dirs = self.model_dirs()
     self.tokenizer = load_tokenizer(dirs["tokenizer_dir"])
     self.stop_ids = agent_text.end_of_turn_ids(self.tokenizer)
@@ -80,21 +91,33 @@ class LoopBase:
     param_dtype = _DTYPES[c.model.param_dtype]
     max_len = c.rollout.max_prompt_len + c.rollout.max_new_tokens
     self.learners, self.samplers = {}, {}
-    for role, path in (("policy", dirs["policy_dir"]),
-                       ("reward", dirs["reward_dir"])):
-      model = load_qwen(path, dtype=dtype, param_dtype=param_dtype,
-                        remat=c.model.remat,
-                        sharding_fn=shd.param_sharding_fn(self.mesh,
-                                                          shd.TRAIN_RULES))
+    for role, path in (
+      ("policy", dirs["policy_dir"]),
+      ("reward", dirs["reward_dir"]),
+    ):
+      model = load_qwen(
+        path,
+        dtype=dtype,
+        param_dtype=param_dtype,
+        remat=c.model.remat,
+        sharding_fn=shd.param_sharding_fn(self.mesh, shd.TRAIN_RULES),
+      )
       self.learners[role] = Learner(
-          model, optim_config(c.optim[role], max_len), mesh=self.mesh,
-          pad_id=self.pad_id)
+        model,
+        optim_config(c.optim[role], max_len),
+        mesh=self.mesh,
+        pad_id=self.pad_id,
+      )
       self.samplers[role] = Sampler(
-          self.learners[role].model(), max_prompt_len=c.rollout.max_prompt_len,
-          max_new_tokens=c.rollout.max_new_tokens
-          if role == "policy" else c.reward.max_new_tokens,
-          stop_token_ids=self.stop_ids, pad_id=self.pad_id,
-          mesh=self.mesh if jax.device_count() > 1 else None)
+        self.learners[role].model(),
+        max_prompt_len=c.rollout.max_prompt_len,
+        max_new_tokens=c.rollout.max_new_tokens
+        if role == "policy"
+        else c.reward.max_new_tokens,
+        stop_token_ids=self.stop_ids,
+        pad_id=self.pad_id,
+        mesh=self.mesh if jax.device_count() > 1 else None,
+      )
     self.build_tasks()
     self.metrics = MetricsWriter(workdir, is_primary=self.is_primary)
 
@@ -104,16 +127,22 @@ class LoopBase:
 
   def fingerprint_fields(self) -> dict:
     c = self.config
-    return {"name": c.name, "seed": c.seed, "model": c.model.to_dict(),
-            "env": c.env.to_dict(), "reward": c.reward.to_dict(),
-            "adaptation": c.adaptation.to_dict()}
+    return {
+      "name": c.name,
+      "seed": c.seed,
+      "model": c.model.to_dict(),
+      "env": c.env.to_dict(),
+      "reward": c.reward.to_dict(),
+      "adaptation": c.adaptation.to_dict(),
+    }
 
   def model_dirs(self) -> dict:
     m = self.config.model
     for key in ("tokenizer_dir", "policy_dir", "reward_dir"):
       if not os.path.isdir(m[key]):
-        raise FileNotFoundError(f"config.model.{key}: directory {m[key]!r} "
-                                f"does not exist")
+        raise FileNotFoundError(
+          f"config.model.{key}: directory {m[key]!r} does not exist"
+        )
     return {k: m[k] for k in ("tokenizer_dir", "policy_dir", "reward_dir")}
 
   def build_tasks(self):
@@ -156,16 +185,22 @@ class LoopBase:
         metrics[f"{role}/{key}"] = sum(o[key] for o in out) / len(out)
     if out:
       metrics[f"{role}/first_microbatch_ratio"] = out[0][
-          "first_microbatch_ratio"]
+        "first_microbatch_ratio"
+      ]
     return metrics
 
   def _trees(self) -> dict:
-    return {role: {"params": l.state, "opt_state": l.opt_state}
-            for role, l in self.learners.items()}
+    return {
+      role: {"params": l.state, "opt_state": l.opt_state}
+      for role, l in self.learners.items()
+    }
 
   def save(self, step: int) -> None:
-    meta = {"step": step, "config_fingerprint": self.fingerprint,
-            "tasks": self.task_state()}
+    meta = {
+      "step": step,
+      "config_fingerprint": self.fingerprint,
+      "tasks": self.task_state(),
+    }
     self.checkpointer.save(step, self._trees(), meta)
 
   def restore(self) -> int:
@@ -203,8 +238,7 @@ class LoopBase:
         metrics["time/eval"] = time.perf_counter() - te
       metrics["time/step"] = time.perf_counter() - t0
       self.metrics.write(step + 1, metrics)
-      if c.checkpoint.every and ((step + 1) % c.checkpoint.every == 0
-                                 or last):
+      if c.checkpoint.every and ((step + 1) % c.checkpoint.every == 0 or last):
         self.save(step)
     history = MetricsWriter.read_history(self.workdir)
     if self.is_primary and history:

@@ -66,14 +66,16 @@ class Sample:
   old_logprobs: [len(response)] behaviour log-probs of the response tokens;
   advantage: the scalar broadcast to every response token.
   """
+
   prompt: Sequence[int]
   response: Sequence[int]
   old_logprobs: np.ndarray
   advantage: float
 
 
-def pack_samples(samples: Sequence[Sample], seq_len: int, num_rows: int,
-                 pad_id: int = 0) -> dict[str, np.ndarray]:
+def pack_samples(
+  samples: Sequence[Sample], seq_len: int, num_rows: int, pad_id: int = 0
+) -> dict[str, np.ndarray]:
   """Right-pads samples into [num_rows, seq_len] arrays.
 
   tokens = prompt + response; mask marks real tokens; response_mask marks
@@ -92,28 +94,44 @@ def pack_samples(samples: Sequence[Sample], seq_len: int, num_rows: int,
     if n > seq_len:
       raise ValueError(f"sample {i} has {n} tokens > seq_len {seq_len}")
     if len(s.old_logprobs) != len(r):
-      raise ValueError(f"sample {i}: {len(s.old_logprobs)} old log-probs "
-                       f"for {len(r)} response tokens")
+      raise ValueError(
+        f"sample {i}: {len(s.old_logprobs)} old log-probs "
+        f"for {len(r)} response tokens"
+      )
     tokens[i, :n] = p + r
     mask[i, :n] = 1
-    resp[i, len(p):n] = 1
-    old[i, len(p):n] = s.old_logprobs
+    resp[i, len(p) : n] = 1
+    old[i, len(p) : n] = s.old_logprobs
     adv[i] = s.advantage
-  return {"tokens": tokens, "mask": mask, "response_mask": resp,
-          "old_logprobs": old, "advantages": adv}
+  return {
+    "tokens": tokens,
+    "mask": mask,
+    "response_mask": resp,
+    "old_logprobs": old,
+    "advantages": adv,
+  }
 
 
 def _loss_terms(graphdef, state, batch, clip_eps, kl_beta, chunk):
   """(loss_sum, (denom, metrics)) of one micro-batch ([b, T] arrays)."""
   model = nnx.merge(graphdef, state)
   hidden, _ = model.hidden_states(batch["tokens"], batch["mask"])
-  lp = token_logprobs(hidden[:, :-1], model.lm_head_matrix(),
-                      batch["tokens"][:, 1:], chunk_size=chunk,
-                      dtype=model.dtype)
+  lp = token_logprobs(
+    hidden[:, :-1],
+    model.lm_head_matrix(),
+    batch["tokens"][:, 1:],
+    chunk_size=chunk,
+    dtype=model.dtype,
+  )
   lp = jnp.pad(lp, ((0, 0), (1, 0)))
   loss_sum, denom, metrics = ppo_clip_kl_loss(
-      lp, batch["old_logprobs"], batch["advantages"], batch["response_mask"],
-      clip_eps=clip_eps, kl_beta=kl_beta)
+    lp,
+    batch["old_logprobs"],
+    batch["advantages"],
+    batch["response_mask"],
+    clip_eps=clip_eps,
+    kl_beta=kl_beta,
+  )
   return loss_sum, (denom, metrics)
 
 
@@ -126,20 +144,31 @@ def _accumulate(graphdef, clip_eps, kl_beta, chunk, state, carry, batch):
   the carry is donated, so the running sums are updated in place.
   """
   grad_fn = jax.value_and_grad(
-      functools.partial(_loss_terms, graphdef, clip_eps=clip_eps,
-                        kl_beta=kl_beta, chunk=chunk), has_aux=True)
+    functools.partial(
+      _loss_terms, graphdef, clip_eps=clip_eps, kl_beta=kl_beta, chunk=chunk
+    ),
+    has_aux=True,
+  )
   (l, (d, m)), g = grad_fn(state, batch)
   grads, loss, denom, metrics = carry
-  carry = (jax.tree.map(jnp.add, grads, g), loss + l, denom + d,
-           jax.tree.map(jnp.add, metrics, m))
+  carry = (
+    jax.tree.map(jnp.add, grads, g),
+    loss + l,
+    denom + d,
+    jax.tree.map(jnp.add, metrics, m),
+  )
   return carry, m["ratio"] / jnp.maximum(d, 1.0)
 
 
 @jax.jit
 def _zero_carry(state):
   zero = jnp.zeros((), jnp.float32)
-  return (jax.tree.map(jnp.zeros_like, state), zero, zero,
-          {k: zero for k in METRIC_NAMES})
+  return (
+    jax.tree.map(jnp.zeros_like, state),
+    zero,
+    zero,
+    {k: zero for k in METRIC_NAMES},
+  )
 
 
 def _apply(tx, state, opt_state, carry):
@@ -159,46 +188,69 @@ def _apply(tx, state, opt_state, carry):
 class Learner:
   """Parameters + optimizer of one model, and its jitted update."""
 
-  def __init__(self, model: Qwen, cfg: OptimConfig, *,
-               mesh: Mesh | None = None, rules=shd.TRAIN_RULES,
-               pad_id: int = 0):
+  def __init__(
+    self,
+    model: Qwen,
+    cfg: OptimConfig,
+    *,
+    mesh: Mesh | None = None,
+    rules=shd.TRAIN_RULES,
+    pad_id: int = 0,
+  ):
     self.cfg = cfg
     self.pad_id = pad_id
     if mesh is None:  # one local device; all devices when multi-process
-      mesh = (shd.make_mesh(1, -1, 1) if distributed.is_multiprocess()
-              else shd.make_mesh(1, 1, 1, devices=jax.devices()[:1]))
+      mesh = (
+        shd.make_mesh(1, -1, 1)
+        if distributed.is_multiprocess()
+        else shd.make_mesh(1, 1, 1, devices=jax.devices()[:1])
+      )
     self.mesh = mesh
     self.rules = rules
     model = shd.shard_module(model, self.mesh, rules)
     self.graphdef, self.state = nnx.split(model)
     self.tx = optax.chain(
-        optax.clip_by_global_norm(cfg.grad_clip),
-        optax.adamw(cfg.learning_rate, b1=cfg.b1, b2=cfg.b2, eps=cfg.eps,
-                    weight_decay=cfg.weight_decay))
+      optax.clip_by_global_norm(cfg.grad_clip),
+      optax.adamw(
+        cfg.learning_rate,
+        b1=cfg.b1,
+        b2=cfg.b2,
+        eps=cfg.eps,
+        weight_decay=cfg.weight_decay,
+      ),
+    )
     state_sh = jax.tree.map(lambda x: x.sharding, self.state)
     self.reset_optimizer()
     opt_sh = jax.tree.map(lambda x: x.sharding, self.opt_state)
     self._batch_axis = dict(rules).get("batch")
     self._accumulate = jax.jit(
-        functools.partial(_accumulate, self.graphdef, cfg.clip_eps,
-                          cfg.kl_beta, cfg.logprob_chunk),
-        donate_argnums=(1,))
+      functools.partial(
+        _accumulate, self.graphdef, cfg.clip_eps, cfg.kl_beta, cfg.logprob_chunk
+      ),
+      donate_argnums=(1,),
+    )
     # (the carry is not donated: no output has its shapes left to reuse it)
-    self._apply = jax.jit(functools.partial(_apply, self.tx),
-                          donate_argnums=(0, 1),
-                          out_shardings=(state_sh, opt_sh, None))
+    self._apply = jax.jit(
+      functools.partial(_apply, self.tx),
+      donate_argnums=(0, 1),
+      out_shardings=(state_sh, opt_sh, None),
+    )
     # The zero carry is placed exactly like _accumulate's output carry, so
     # a bucket's first and later micro-batches share one program.
     rep = NamedSharding(self.mesh, P())
-    self._zeros = jax.jit(_zero_carry, out_shardings=(
-        state_sh, rep, rep, {k: rep for k in METRIC_NAMES}))
-    self.seq_buckets = geometric_buckets(32, cfg.max_seq_len, per_octave=4,
-                                         multiple=32)
+    self._zeros = jax.jit(
+      _zero_carry,
+      out_shardings=(state_sh, rep, rep, {k: rep for k in METRIC_NAMES}),
+    )
+    self.seq_buckets = geometric_buckets(
+      32, cfg.max_seq_len, per_octave=4, multiple=32
+    )
 
   @property
   def _fully_addressable(self) -> bool:
-    return all(d.process_index == jax.process_index()
-               for d in self.mesh.devices.flat)
+    return all(
+      d.process_index == jax.process_index() for d in self.mesh.devices.flat
+    )
 
   # ------------------------------------------------------------ models
   def model(self) -> Qwen:
@@ -214,15 +266,22 @@ class Learner:
     mesh_devices = set(self.mesh.devices.flat)
     replicated = NamedSharding(self.mesh, P())
     self.opt_state = jax.tree.map(
-        lambda x: jax.device_put(x, x.sharding)
+      lambda x: (
+        jax.device_put(x, x.sharding)
         if x.sharding.device_set == mesh_devices
-        else distributed.put_global(np.asarray(x), replicated), opt_state)
+        else distributed.put_global(np.asarray(x), replicated)
+      ),
+      opt_state,
+    )
 
   # ------------------------------------------------------------ update
   def _micro_rows(self) -> int:
     b = self.cfg.micro_batch_size
-    axes = (self._batch_axis,) if isinstance(self._batch_axis, str) else (
-        self._batch_axis or ())
+    axes = (
+      (self._batch_axis,)
+      if isinstance(self._batch_axis, str)
+      else (self._batch_axis or ())
+    )
     div = math.prod(self.mesh.shape[a] for a in axes)
     return -(-b // div) * div
 
@@ -230,8 +289,9 @@ class Learner:
     """Zero (grads, loss, denom, metric sums), placed like the parameters."""
     return self._zeros(self.state)
 
-  def update(self, samples: Sequence[Sample], max_kl: float | None = None
-             ) -> dict[str, float] | None:
+  def update(
+    self, samples: Sequence[Sample], max_kl: float | None = None
+  ) -> dict[str, float] | None:
     """One optimizer step on `samples` (accumulated over micro-batches of
     `micro_batch_size` rows; the last one is padded with empty rows).
 
@@ -249,31 +309,38 @@ class Learner:
     row_sharding = NamedSharding(self.mesh, P(self._batch_axis))
     carry, first_ratio = self._zero_carry(), None
     for i in range(0, len(samples), b):
-      chunk = samples[i:i + b]
-      T = pick_bucket(len(chunk[-1].prompt) + len(chunk[-1].response),
-                      self.seq_buckets, "sample length")
+      chunk = samples[i : i + b]
+      T = pick_bucket(
+        len(chunk[-1].prompt) + len(chunk[-1].response),
+        self.seq_buckets,
+        "sample length",
+      )
       packed = pack_samples(chunk, T, b, self.pad_id)
       if not self._fully_addressable:
         distributed.assert_same_on_all_processes(
-            "Learner.update samples", *packed.values())
-      batch = {k: distributed.put_global(
-          v, sharding if v.ndim == 2 else row_sharding)
-               for k, v in packed.items()}
+          "Learner.update samples", *packed.values()
+        )
+      batch = {
+        k: distributed.put_global(v, sharding if v.ndim == 2 else row_sharding)
+        for k, v in packed.items()
+      }
       carry, ratio = self._accumulate(self.state, carry, batch)
       first_ratio = ratio if first_ratio is None else first_ratio
     if max_kl is not None:
       denom, kl_sum = distributed.to_host((carry[2], carry[3]["kl"]))
       if float(denom) > 0 and float(kl_sum) / float(denom) > max_kl:
         return None
-    self.state, self.opt_state, out = self._apply(self.state, self.opt_state,
-                                                  carry)
+    self.state, self.opt_state, out = self._apply(
+      self.state, self.opt_state, carry
+    )
     # mean PPO ratio of the first micro-batch: 1 when the behaviour
     # log-probs equal the trainer's (on-policy, before any update).
     out["first_microbatch_ratio"] = first_ratio
     return {k: float(v) for k, v in distributed.to_host(out).items()}
 
-  def train_epoch(self, samples: Sequence[Sample], num_updates: int
-                  ) -> list[dict[str, float]]:
+  def train_epoch(
+    self, samples: Sequence[Sample], num_updates: int
+  ) -> list[dict[str, float]]:
     """Splits samples (kept in order) into num_updates optimizer steps; the
     metrics of the steps applied. With cfg.target_kl > 0 the epoch stops at
     the first mini-batch whose KL exceeds 1.5 * target_kl (`update`)."""
@@ -284,7 +351,7 @@ class Learner:
     max_kl = 1.5 * self.cfg.target_kl if self.cfg.target_kl > 0 else None
     out = []
     for i in range(0, len(samples), size):
-      metrics = self.update(samples[i:i + size], max_kl=max_kl)
+      metrics = self.update(samples[i : i + size], max_kl=max_kl)
       if metrics is None:
         break
       out.append(metrics)
@@ -296,17 +363,29 @@ class Learner:
     longest = max(len(s.prompt) + len(s.response) for s in samples)
     T = pick_bucket(longest, self.seq_buckets, "sample length")
     packed = pack_samples(samples, T, len(samples), self.pad_id)
-    lp = _sequence_lp(self.graphdef, self.state, packed["tokens"],
-                      packed["mask"], self.cfg.logprob_chunk)
+    lp = _sequence_lp(
+      self.graphdef,
+      self.state,
+      packed["tokens"],
+      packed["mask"],
+      self.cfg.logprob_chunk,
+    )
     lp = distributed.to_host(lp)
-    return [lp[i, len(s.prompt):len(s.prompt) + len(s.response)]
-            for i, s in enumerate(samples)]
+    return [
+      lp[i, len(s.prompt) : len(s.prompt) + len(s.response)]
+      for i, s in enumerate(samples)
+    ]
 
 
 @functools.partial(jax.jit, static_argnums=(0, 4))
 def _sequence_lp(graphdef, state, tokens, mask, chunk):
   model = nnx.merge(graphdef, state)
   hidden, _ = model.hidden_states(tokens, mask)
-  lp = token_logprobs(hidden[:, :-1], model.lm_head_matrix(), tokens[:, 1:],
-                      chunk_size=chunk, dtype=model.dtype)
+  lp = token_logprobs(
+    hidden[:, :-1],
+    model.lm_head_matrix(),
+    tokens[:, 1:],
+    chunk_size=chunk,
+    dtype=model.dtype,
+  )
   return jnp.pad(lp, ((0, 0), (1, 0)))

@@ -18,11 +18,13 @@ import dataclasses
 
 import numpy as np
 
-from rla_jax.rl.advantages import (accuracy_in_band,
-                                   consistency_feedback_rewards,
-                                   policy_sample_keep_mask,
-                                   standardize_by_step_index,
-                                   standardize_over_judgements)
+from rla_jax.rl.advantages import (
+  accuracy_in_band,
+  consistency_feedback_rewards,
+  policy_sample_keep_mask,
+  standardize_by_step_index,
+  standardize_over_judgements,
+)
 from rla_jax.rl.rewards import integrated_step_rewards, outcome_from_success
 from rla_jax.rl.trainer import Sample
 
@@ -37,9 +39,16 @@ class RewardConfig:
   drop_zero_advantage: bool = True
 
 
-def task_samples(episodes, scores: np.ndarray, mask: np.ndarray, judgements,
-                 rows: list[int], cfg: RewardConfig, *, train_rm: bool
-                 ) -> tuple[list[Sample], list[Sample], dict]:
+def task_samples(
+  episodes,
+  scores: np.ndarray,
+  mask: np.ndarray,
+  judgements,
+  rows: list[int],
+  cfg: RewardConfig,
+  *,
+  train_rm: bool,
+) -> tuple[list[Sample], list[Sample], dict]:
   """Policy and reward-model samples of one task.
 
   episodes: all episodes of the step; rows: indices of this task's N
@@ -63,8 +72,14 @@ def task_samples(episodes, scores: np.ndarray, mask: np.ndarray, judgements,
     for n, ep in enumerate(eps):
       for k in range(ep.num_steps):
         if keep[n, k]:
-          policy.append(Sample(ep.prompt_ids[k], ep.response_ids[k],
-                               ep.logprobs[k], float(A[n, k])))
+          policy.append(
+            Sample(
+              ep.prompt_ids[k],
+              ep.response_ids[k],
+              ep.logprobs[k],
+              float(A[n, k]),
+            )
+          )
   if train_rm and accuracy_in_band(acc, *cfg.rm_band):
     stats["rm_in_band"] = True
     raw = consistency_feedback_rewards(R, S, M)
@@ -73,8 +88,12 @@ def task_samples(episodes, scores: np.ndarray, mask: np.ndarray, judgements,
       for k in range(eps[n].num_steps):
         for j in range(S.shape[2]):
           if keep[n, k, j]:
-            rm.append(Sample(judgements.prompt_ids[row][k],
-                             judgements.response_ids[row][k][j],
-                             judgements.logprobs[row][k][j],
-                             float(A_rm[n, k, j])))
+            rm.append(
+              Sample(
+                judgements.prompt_ids[row][k],
+                judgements.response_ids[row][k][j],
+                judgements.logprobs[row][k][j],
+                float(A_rm[n, k, j]),
+              )
+            )
   return policy, rm, stats

@@ -22,8 +22,9 @@ def power_of_two_buckets(low: int, high: int) -> tuple[int, ...]:
   return tuple(out)
 
 
-def geometric_buckets(low: int, high: int, per_octave: int = 4,
-                      multiple: int = 1) -> tuple[int, ...]:
+def geometric_buckets(
+  low: int, high: int, per_octave: int = 4, multiple: int = 1
+) -> tuple[int, ...]:
   """Buckets with `per_octave` evenly spaced sizes in every [2^k, 2^(k+1)]
   from `low` up to `high` (included), each rounded up to `multiple`.
 
@@ -32,9 +33,11 @@ def geometric_buckets(low: int, high: int, per_octave: int = 4,
   16, 32, 48, 64, 80, 96, 112, 128, 160, ..., 448, 512.
   """
   if per_octave < 1 or multiple < 1 or low < 1 or high < low:
-    raise ValueError(f"geometric_buckets: bad arguments low={low} "
-                     f"high={high} per_octave={per_octave} "
-                     f"multiple={multiple}")
+    raise ValueError(
+      f"geometric_buckets: bad arguments low={low} "
+      f"high={high} per_octave={per_octave} "
+      f"multiple={multiple}"
+    )
   out, base = set(), 1
   while base < low:
     base *= 2
@@ -54,13 +57,16 @@ def pick_bucket(n: int, buckets: tuple[int, ...], what: str) -> int:
   """Smallest bucket >= n; ValueError naming the sizes if none fits."""
   i = bisect.bisect_left(buckets, n)
   if i == len(buckets):
-    raise ValueError(f"{what} of {n} exceeds the largest bucket "
-                     f"{buckets[-1]} (buckets: {buckets})")
+    raise ValueError(
+      f"{what} of {n} exceeds the largest bucket "
+      f"{buckets[-1]} (buckets: {buckets})"
+    )
   return buckets[i]
 
 
-def left_pad(rows: list[list[int]], length: int, batch: int, pad_id: int
-             ) -> tuple[np.ndarray, np.ndarray]:
+def left_pad(
+  rows: list[list[int]], length: int, batch: int, pad_id: int
+) -> tuple[np.ndarray, np.ndarray]:
   """Left-pads token rows into [batch, length] ids and a 0/1 mask.
 
   Rows beyond len(rows) (batch-bucket filler) are all padding.
@@ -69,6 +75,6 @@ def left_pad(rows: list[list[int]], length: int, batch: int, pad_id: int
   mask = np.zeros((batch, length), np.int32)
   for i, row in enumerate(rows):
     if row:
-      ids[i, length - len(row):] = row
-      mask[i, length - len(row):] = 1
+      ids[i, length - len(row) :] = row
+      mask[i, length - len(row) :] = 1
   return ids, mask

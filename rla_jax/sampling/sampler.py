@@ -38,11 +38,14 @@ from rla_jax import distributed
 from rla_jax import sharding as shd
 from rla_jax.models import unrolled
 from rla_jax.models.config import QwenConfig
-from rla_jax.models.kv_cache import KVCache, cache_logical_axes, \
-    init_cache, is_axes
+from rla_jax.models.kv_cache import (
+  KVCache,
+  cache_logical_axes,
+  init_cache,
+  is_axes,
+)
 from rla_jax.models.qwen import Qwen
-from rla_jax.sampling.buckets import left_pad, pick_bucket, \
-    geometric_buckets
+from rla_jax.sampling.buckets import left_pad, pick_bucket, geometric_buckets
 from rla_jax.sampling.token_selection import select_tokens
 
 
@@ -54,6 +57,7 @@ class SampleOutput:
   logprobs[i]: float32 [len] log-prob of each generated token under the
   model's plain softmax; stopped[i]: True if row i ended on a stop token.
   """
+
   tokens: list[list[int]]
   logprobs: list[np.ndarray]
   stopped: list[bool]
@@ -74,16 +78,33 @@ def _repeat_rows(cache: KVCache, logits, m: int):
   """Each row's cache and next-token logits repeated m times (row-major):
   m samples of one prompt share a single prefill."""
   rep = lambda x, axis: jnp.repeat(x, m, axis=axis)  # noqa: E731
-  return KVCache(k=tuple(rep(x, 0) for x in cache.k),
-                 v=tuple(rep(x, 0) for x in cache.v),
-                 valid=rep(cache.valid, 0), end=cache.end,
-                 next_pos=rep(cache.next_pos, 0)), rep(logits, 0)
+  return KVCache(
+    k=tuple(rep(x, 0) for x in cache.k),
+    v=tuple(rep(x, 0) for x in cache.v),
+    valid=rep(cache.valid, 0),
+    end=cache.end,
+    next_pos=rep(cache.next_pos, 0),
+  ), rep(logits, 0)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2), donate_argnums=(4,))
-def _decode(cfg: QwenConfig, dtype, max_new_static, params, cache: KVCache,
-            logits, active, key, temperature, top_p, top_k, greedy, max_new,
-            stop_ids, pad_id):
+def _decode(
+  cfg: QwenConfig,
+  dtype,
+  max_new_static,
+  params,
+  cache: KVCache,
+  logits,
+  active,
+  key,
+  temperature,
+  top_p,
+  top_k,
+  greedy,
+  max_new,
+  stop_ids,
+  pad_id,
+):
   """Samples up to max_new (<= max_new_static) tokens per active row."""
   B = logits.shape[0]
   out_tok = jnp.full((B, max_new_static), pad_id, jnp.int32)
@@ -95,8 +116,9 @@ def _decode(cfg: QwenConfig, dtype, max_new_static, params, cache: KVCache,
 
   def body(c):
     step, cache, logits, out_tok, out_lp, done, stopped = c
-    tok, lp = select_tokens(logits, jax.random.fold_in(key, step),
-                            temperature, top_p, top_k, greedy)
+    tok, lp = select_tokens(
+      logits, jax.random.fold_in(key, step), temperature, top_p, top_k, greedy
+    )
     live = ~done
     tok = jnp.where(live, tok, pad_id)
     out_tok = out_tok.at[:, step].set(tok)
@@ -104,15 +126,24 @@ def _decode(cfg: QwenConfig, dtype, max_new_static, params, cache: KVCache,
     hit = live & jnp.isin(tok, stop_ids)
     stopped = stopped | hit
     done = done | hit | (step + 1 >= max_new)
-    h, cache = unrolled.forward(cfg, params, tok[:, None], live[:, None],
-                                cache, dtype=dtype)
+    h, cache = unrolled.forward(
+      cfg, params, tok[:, None], live[:, None], cache, dtype=dtype
+    )
     logits = unrolled.logits(cfg, params, h[:, 0], dtype)
     return step + 1, cache, logits, out_tok, out_lp, done, stopped
 
-  init = (jnp.zeros((), jnp.int32), cache, logits, out_tok, out_lp,
-          ~active, jnp.zeros((B,), bool))
+  init = (
+    jnp.zeros((), jnp.int32),
+    cache,
+    logits,
+    out_tok,
+    out_lp,
+    ~active,
+    jnp.zeros((B,), bool),
+  )
   step, cache, _, out_tok, out_lp, _, stopped = jax.lax.while_loop(
-      cond, body, init)
+    cond, body, init
+  )
   return cache, out_tok, out_lp, stopped, step
 
 
@@ -131,11 +162,19 @@ class Sampler:
       sharded by the "batch" rule and weights by the sampling rules.
   """
 
-  def __init__(self, model: Qwen, *, max_prompt_len: int, max_new_tokens: int,
-               stop_token_ids: Sequence[int] = (), pad_id: int = 0,
-               prompt_buckets: Sequence[int] | None = None,
-               batch_buckets: Sequence[int] | None = None,
-               mesh: Mesh | None = None, rules=shd.SAMPLE_RULES):
+  def __init__(
+    self,
+    model: Qwen,
+    *,
+    max_prompt_len: int,
+    max_new_tokens: int,
+    stop_token_ids: Sequence[int] = (),
+    pad_id: int = 0,
+    prompt_buckets: Sequence[int] | None = None,
+    batch_buckets: Sequence[int] | None = None,
+    mesh: Mesh | None = None,
+    rules=shd.SAMPLE_RULES,
+  ):
     self.cfg = model.cfg
     self.max_prompt_len = int(max_prompt_len)
     self.max_new_tokens = int(max_new_tokens)
@@ -143,12 +182,17 @@ class Sampler:
     self.pad_id = int(pad_id)
     # 4 sizes per octave: at most 25 % padding (a policy turn of 36 agents
     # padded to 64 rows x 512 slots ran 1.8x slower than at 40 x 448).
-    self.prompt_buckets = tuple(sorted(prompt_buckets or geometric_buckets(
-        16, self.max_prompt_len, per_octave=4, multiple=16)))
+    self.prompt_buckets = tuple(
+      sorted(
+        prompt_buckets
+        or geometric_buckets(16, self.max_prompt_len, per_octave=4, multiple=16)
+      )
+    )
     if self.prompt_buckets[-1] < self.max_prompt_len:
       self.prompt_buckets += (self.max_prompt_len,)
-    self.batch_buckets = tuple(sorted(batch_buckets or geometric_buckets(
-        1, 4096, per_octave=4)))
+    self.batch_buckets = tuple(
+      sorted(batch_buckets or geometric_buckets(1, 4096, per_octave=4))
+    )
     self.mesh, self.rules = mesh, rules
     self._cache_makers = {}
     self._unstackers = {}
@@ -170,13 +214,18 @@ class Sampler:
     compute = jnp.dtype(model.dtype)
     key = (graphdef, compute.name)  # one program per model structure
     if key not in self._unstackers:
+
       def fn(st):
         return unrolled.unstack(nnx.merge(graphdef, st), compute)
+
       out = None
       if self.mesh is not None:
-        out = jax.tree.map(lambda a, x: self._sharding(a, x.shape),
-                           unrolled.logical_axes(model),
-                           jax.eval_shape(fn, state), is_leaf=is_axes)
+        out = jax.tree.map(
+          lambda a, x: self._sharding(a, x.shape),
+          unrolled.logical_axes(model),
+          jax.eval_shape(fn, state),
+          is_leaf=is_axes,
+        )
       self._unstackers[key] = jax.jit(fn, out_shardings=out)
     self.params = self._unstackers[key](state)
     self.dtype = compute
@@ -191,14 +240,17 @@ class Sampler:
       if not row and not allow_empty:
         raise ValueError(f"prompt {i} is empty")
       if len(row) > self.max_prompt_len:
-        raise ValueError(f"prompt {i} has {len(row)} tokens, more than "
-                         f"max_prompt_len={self.max_prompt_len}")
+        raise ValueError(
+          f"prompt {i} has {len(row)} tokens, more than "
+          f"max_prompt_len={self.max_prompt_len}"
+        )
       if row:
         arr = np.asarray(row)
         if arr.min() < 0 or arr.max() >= V:
           bad = int(arr[(arr < 0) | (arr >= V)][0])
-          raise ValueError(f"prompt {i} has token id {bad} outside the "
-                           f"vocabulary [0, {V})")
+          raise ValueError(
+            f"prompt {i} has token id {bad} outside the vocabulary [0, {V})"
+          )
 
   def _batch_bucket(self, n: int) -> int:
     b = pick_bucket(n, self.batch_buckets, "batch size")
@@ -210,8 +262,9 @@ class Sampler:
     return b
 
   def _sharding(self, axes, shape) -> NamedSharding:
-    return NamedSharding(self.mesh, shd.logical_to_spec(axes, shape,
-                                                        self.mesh, self.rules))
+    return NamedSharding(
+      self.mesh, shd.logical_to_spec(axes, shape, self.mesh, self.rules)
+    )
 
   def _place(self, x, axes):
     if self.mesh is None:
@@ -221,7 +274,8 @@ class Sampler:
   @property
   def _spans_processes(self) -> bool:
     return self.mesh is not None and not all(
-        d.process_index == jax.process_index() for d in self.mesh.devices.flat)
+      d.process_index == jax.process_index() for d in self.mesh.devices.flat
+    )
 
   def new_cache(self, batch: int, num_slots: int) -> KVCache:
     """An empty cache, made by a jitted program (one per shape) with
@@ -232,12 +286,16 @@ class Sampler:
     (an uncommitted fresh cache used to cost one extra compile)."""
     key = (batch, num_slots, jnp.dtype(self.cache_dtype).name)
     if key not in self._cache_makers:
-      make = functools.partial(init_cache, self.cfg, batch, num_slots,
-                               self.cache_dtype)
+      make = functools.partial(
+        init_cache, self.cfg, batch, num_slots, self.cache_dtype
+      )
       if self.mesh is not None:
-        out = jax.tree.map(lambda a, s: self._sharding(a, s.shape),
-                           cache_logical_axes(self.cfg), jax.eval_shape(make),
-                           is_leaf=is_axes)
+        out = jax.tree.map(
+          lambda a, s: self._sharding(a, s.shape),
+          cache_logical_axes(self.cfg),
+          jax.eval_shape(make),
+          is_leaf=is_axes,
+        )
       else:  # committed to the parameters' device(s), like the outputs
         out = jax.tree.leaves(self.params)[0].sharding
         if isinstance(out, NamedSharding):  # e.g. a 1-device mesh
@@ -246,46 +304,76 @@ class Sampler:
     return self._cache_makers[key]()
 
   # ----------------------------------------------------------- core
-  def _run(self, cache: KVCache, rows, active_rows: np.ndarray, *, seed,
-           temperature, top_p, top_k, greedy, max_new_tokens,
-           num_samples: int = 1):
+  def _run(
+    self,
+    cache: KVCache,
+    rows,
+    active_rows: np.ndarray,
+    *,
+    seed,
+    temperature,
+    top_p,
+    top_k,
+    greedy,
+    max_new_tokens,
+    num_samples: int = 1,
+  ):
     """Prefills `rows` into `cache`, then decodes num_samples continuations
     per row (rows of the output are row-major: row i, sample j -> i*m+j)."""
     n = len(rows)
     B = cache.batch_size
-    T = pick_bucket(max(1, max(len(r) for r in rows)), self.prompt_buckets,
-                    "prompt length")
+    T = pick_bucket(
+      max(1, max(len(r) for r in rows)), self.prompt_buckets, "prompt length"
+    )
     budget = int(max_new_tokens or self.max_new_tokens)
     if not 1 <= budget <= self.max_new_tokens:
-      raise ValueError(f"max_new_tokens={budget} outside [1, "
-                       f"{self.max_new_tokens}]")
+      raise ValueError(
+        f"max_new_tokens={budget} outside [1, {self.max_new_tokens}]"
+      )
     used = int(cache.end)
     if used + T + self.max_new_tokens > cache.num_slots:
       raise ValueError(
-          f"cache overflow: {used} slots used + chunk bucket {T} + "
-          f"max_new_tokens {self.max_new_tokens} > {cache.num_slots} slots")
+        f"cache overflow: {used} slots used + chunk bucket {T} + "
+        f"max_new_tokens {self.max_new_tokens} > {cache.num_slots} slots"
+      )
     ids, mask = left_pad(rows, T, B, self.pad_id)
     active = np.zeros((B,), bool)
     active[:n] = active_rows
     if self._spans_processes:
       distributed.assert_same_on_all_processes(
-          "Sampler call (rows and sampling arguments)", ids, mask, active,
-          np.asarray([seed, top_k, bool(greedy), budget, used], np.int64),
-          np.asarray([temperature, top_p], np.float64))
+        "Sampler call (rows and sampling arguments)",
+        ids,
+        mask,
+        active,
+        np.asarray([seed, top_k, bool(greedy), budget, used], np.int64),
+        np.asarray([temperature, top_p], np.float64),
+      )
     ids = self._place(ids, ("batch", "length"))
     mask = self._place(mask, ("batch", "length"))
-    cache, logits = _prefill(self.cfg, self.dtype, self.params, cache, ids,
-                             mask)
+    cache, logits = _prefill(
+      self.cfg, self.dtype, self.params, cache, ids, mask
+    )
     m = int(num_samples)
     if m > 1:
       cache, logits = _repeat_rows(cache, logits, m)
       active, n = np.repeat(active, m), n * m
     cache, tok, lp, stopped, _ = _decode(
-        self.cfg, self.dtype, self.max_new_tokens, self.params, cache, logits,
-        self._place(active, ("batch",)),
-        jax.random.key(seed), jnp.float32(temperature), jnp.float32(top_p),
-        jnp.int32(top_k), jnp.bool_(greedy), jnp.int32(budget),
-        jnp.asarray(self.stop_token_ids), jnp.int32(self.pad_id))
+      self.cfg,
+      self.dtype,
+      self.max_new_tokens,
+      self.params,
+      cache,
+      logits,
+      self._place(active, ("batch",)),
+      jax.random.key(seed),
+      jnp.float32(temperature),
+      jnp.float32(top_p),
+      jnp.int32(top_k),
+      jnp.bool_(greedy),
+      jnp.int32(budget),
+      jnp.asarray(self.stop_token_ids),
+      jnp.int32(self.pad_id),
+    )
     tok, lp, stopped = distributed.to_host((tok, lp, stopped))
     out_tokens, out_lp, out_stop = [], [], []
     for i in range(n):
@@ -308,10 +396,18 @@ class Sampler:
   def _stop_set(self) -> set[int]:
     return set(int(t) for t in self.stop_token_ids)
 
-  def generate(self, prompts: Sequence[Sequence[int]], *, seed: int = 0,
-               temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
-               greedy: bool = False, max_new_tokens: int | None = None,
-               num_samples: int = 1) -> SampleOutput:
+  def generate(
+    self,
+    prompts: Sequence[Sequence[int]],
+    *,
+    seed: int = 0,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    top_k: int = 0,
+    greedy: bool = False,
+    max_new_tokens: int | None = None,
+    num_samples: int = 1,
+  ) -> SampleOutput:
     """Samples num_samples continuations per prompt (a fresh cache per
     call); the prompt is prefilled once and its cache shared by its
     samples. Output row i * num_samples + j is sample j of prompt i."""
@@ -319,13 +415,22 @@ class Sampler:
     if num_samples < 1:
       raise ValueError(f"num_samples must be >= 1, got {num_samples}")
     B = self._batch_bucket(len(prompts))
-    T = pick_bucket(max(len(p) for p in prompts), self.prompt_buckets,
-                    "prompt length")
+    T = pick_bucket(
+      max(len(p) for p in prompts), self.prompt_buckets, "prompt length"
+    )
     cache = self.new_cache(B, T + self.max_new_tokens)
-    _, out = self._run(cache, prompts, np.ones(len(prompts), bool), seed=seed,
-                       temperature=temperature, top_p=top_p, top_k=top_k,
-                       greedy=greedy, max_new_tokens=max_new_tokens,
-                       num_samples=num_samples)
+    _, out = self._run(
+      cache,
+      prompts,
+      np.ones(len(prompts), bool),
+      seed=seed,
+      temperature=temperature,
+      top_p=top_p,
+      top_k=top_k,
+      greedy=greedy,
+      max_new_tokens=max_new_tokens,
+      num_samples=num_samples,
+    )
     return out
 
   def session(self, batch_size: int, num_slots: int) -> "Session":
@@ -344,26 +449,42 @@ class Session:
   def __init__(self, sampler: Sampler, batch_size: int, num_slots: int):
     self.sampler = sampler
     self.batch_size = batch_size
-    self.cache = sampler.new_cache(sampler._batch_bucket(batch_size),
-                                   num_slots)
+    self.cache = sampler.new_cache(sampler._batch_bucket(batch_size), num_slots)
 
   @property
   def slots_used(self) -> int:
     return int(self.cache.end)
 
-  def turn(self, new_tokens: Sequence[Sequence[int]],
-           active: Sequence[bool] | None = None, **sample_kw) -> SampleOutput:
+  def turn(
+    self,
+    new_tokens: Sequence[Sequence[int]],
+    active: Sequence[bool] | None = None,
+    **sample_kw,
+  ) -> SampleOutput:
     if len(new_tokens) != self.batch_size:
-      raise ValueError(f"expected {self.batch_size} rows, got "
-                       f"{len(new_tokens)}")
-    active = np.asarray([True] * self.batch_size if active is None
-                        else active, bool)
+      raise ValueError(
+        f"expected {self.batch_size} rows, got {len(new_tokens)}"
+      )
+    active = np.asarray(
+      [True] * self.batch_size if active is None else active, bool
+    )
     rows = [list(r) if a else [] for r, a in zip(new_tokens, active)]
     for i, (r, a) in enumerate(zip(rows, active)):
       if a and not r:
         raise ValueError(f"row {i} is active but has no new tokens")
     self.sampler._check_rows(rows, allow_empty=True)
-    self.cache, out = self.sampler._run(self.cache, rows, active, **{
-        "seed": 0, "temperature": 1.0, "top_p": 1.0, "top_k": 0,
-        "greedy": False, "max_new_tokens": None, **sample_kw})
+    self.cache, out = self.sampler._run(
+      self.cache,
+      rows,
+      active,
+      **{
+        "seed": 0,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "top_k": 0,
+        "greedy": False,
+        "max_new_tokens": None,
+        **sample_kw,
+      },
+    )
     return out

@@ -13,8 +13,9 @@ import jax.numpy as jnp
 NEG_INF = -jnp.inf
 
 
-def top_k_top_p_filter(logits: jax.Array, top_k: jax.Array,
-                       top_p: jax.Array) -> jax.Array:
+def top_k_top_p_filter(
+  logits: jax.Array, top_k: jax.Array, top_p: jax.Array
+) -> jax.Array:
   """Masks logits outside the top-k set and the top-p nucleus to -inf.
 
   logits: [B, V] float32 (already temperature-scaled); top_k: [] int
@@ -25,8 +26,9 @@ def top_k_top_p_filter(logits: jax.Array, top_k: jax.Array,
   V = logits.shape[-1]
   desc = -jnp.sort(-logits, axis=-1)  # [B, V]
   k = jnp.where(top_k > 0, jnp.minimum(top_k, V), V)
-  kth = jnp.take_along_axis(desc, jnp.broadcast_to(k - 1, desc.shape[:-1])
-                            [..., None], axis=-1)  # [B, 1]
+  kth = jnp.take_along_axis(
+    desc, jnp.broadcast_to(k - 1, desc.shape[:-1])[..., None], axis=-1
+  )  # [B, 1]
   desc_k = jnp.where(desc >= kth, desc, NEG_INF)
   probs = jax.nn.softmax(desc_k, axis=-1)
   mass_before = jnp.cumsum(probs, axis=-1) - probs
@@ -45,14 +47,18 @@ def first_argmax(x: jax.Array) -> jax.Array:
   """
   V = x.shape[-1]
   top = jnp.max(x, axis=-1, keepdims=True)
-  idx = jnp.min(jnp.where(x == top, jnp.arange(V, dtype=jnp.int32), V),
-                axis=-1)
+  idx = jnp.min(jnp.where(x == top, jnp.arange(V, dtype=jnp.int32), V), axis=-1)
   return jnp.minimum(idx, V - 1).astype(jnp.int32)
 
 
-def select_tokens(logits: jax.Array, key: jax.Array, temperature: jax.Array,
-                  top_p: jax.Array, top_k: jax.Array, greedy: jax.Array
-                  ) -> tuple[jax.Array, jax.Array]:
+def select_tokens(
+  logits: jax.Array,
+  key: jax.Array,
+  temperature: jax.Array,
+  top_p: jax.Array,
+  top_k: jax.Array,
+  greedy: jax.Array,
+) -> tuple[jax.Array, jax.Array]:
   """Samples one token per row; returns (tokens [B], logprobs [B]).
 
   logits: [B, V] float32. The returned log-prob is log softmax(logits) of
@@ -64,15 +70,18 @@ def select_tokens(logits: jax.Array, key: jax.Array, temperature: jax.Array,
 
   def sample(x):
     scaled = x / jnp.maximum(temperature, 1e-6)
-    scaled = jax.lax.cond((top_k > 0) | (top_p < 1.0),
-                          lambda y: top_k_top_p_filter(y, top_k, top_p),
-                          lambda y: y, scaled)
+    scaled = jax.lax.cond(
+      (top_k > 0) | (top_p < 1.0),
+      lambda y: top_k_top_p_filter(y, top_k, top_p),
+      lambda y: y,
+      scaled,
+    )
     return jax.random.categorical(key, scaled, axis=-1).astype(jnp.int32)
 
   # The B x V random draw runs only when sampling: greedy decoding skips it
   # (25% of a greedy decode step at B=32, V=32768; benchmarks/NOTES_sampler).
-  tokens = jax.lax.cond(greedy | (temperature <= 0),
-                        first_argmax,
-                        sample, logits)
+  tokens = jax.lax.cond(
+    greedy | (temperature <= 0), first_argmax, sample, logits
+  )
   chosen = jnp.take_along_axis(logits, tokens[:, None], axis=-1)[:, 0]
   return tokens, chosen - jax.nn.logsumexp(logits, axis=-1)

@@ -21,11 +21,12 @@ IM_END = "<|im_end|>"
 SPECIAL_TOKENS = (ENDOFTEXT, IM_START, IM_END)  # ids 0, 1, 2
 
 CHATML_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-    "'<|im_end|>' + '\\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+  "{% for message in messages %}"
+  "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+  "'<|im_end|>' + '\\n' }}"
+  "{% endfor %}"
+  "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
 
 
 def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int, out_dir: str):
@@ -40,26 +41,38 @@ def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int, out_dir: str):
   from transformers import PreTrainedTokenizerFast  # pylint: disable=import-outside-toplevel
 
   if vocab_size < 300:
-    raise ValueError(f"vocab_size must be >= 300 (3 specials + 256 bytes + "
-                     f"merges), got {vocab_size}")
+    raise ValueError(
+      f"vocab_size must be >= 300 (3 specials + 256 bytes + "
+      f"merges), got {vocab_size}"
+    )
   core = Tokenizer(models.BPE())
-  core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False,
-                                                use_regex=True)
+  core.pre_tokenizer = pre_tokenizers.ByteLevel(
+    add_prefix_space=False, use_regex=True
+  )
   core.decoder = decoders.ByteLevel()
   trainer = trainers.BpeTrainer(
-      vocab_size=vocab_size, min_frequency=2, show_progress=False,
-      special_tokens=list(SPECIAL_TOKENS),
-      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    vocab_size=vocab_size,
+    min_frequency=2,
+    show_progress=False,
+    special_tokens=list(SPECIAL_TOKENS),
+    initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+  )
   core.train_from_iterator(texts, trainer=trainer)
   for i, tok in enumerate(SPECIAL_TOKENS):
     if core.token_to_id(tok) != i:
-      raise RuntimeError(f"special token {tok} got id {core.token_to_id(tok)}"
-                         f", expected {i}")
+      raise RuntimeError(
+        f"special token {tok} got id {core.token_to_id(tok)}, expected {i}"
+      )
   tok = PreTrainedTokenizerFast(
-      tokenizer_object=core, bos_token=None, eos_token=IM_END,
-      pad_token=ENDOFTEXT, unk_token=None,
-      additional_special_tokens=[IM_START],
-      clean_up_tokenization_spaces=False, model_max_length=32768)
+    tokenizer_object=core,
+    bos_token=None,
+    eos_token=IM_END,
+    pad_token=ENDOFTEXT,
+    unk_token=None,
+    additional_special_tokens=[IM_START],
+    clean_up_tokenization_spaces=False,
+    model_max_length=32768,
+  )
   tok.chat_template = CHATML_TEMPLATE
   os.makedirs(out_dir, exist_ok=True)
   tok.save_pretrained(out_dir)

@@ -16,25 +16,31 @@ import os
 
 from flax import nnx
 
-from rla_jax.envs.coding import (generate_offline_tasks, render_policy_prompt,
-                                 render_unit_test_prompt)
+from rla_jax.envs.coding import (
+  generate_offline_tasks,
+  render_policy_prompt,
+  render_unit_test_prompt,
+)
 from rla_jax.models import Qwen, QwenConfig, save_qwen
 from rla_jax.rl import agent_text
 from rla_jax.warmstart.bpe_tokenizer import train_bpe_tokenizer
 
 _PROGRAMS = (
-    "```python\nn = int(input())\nprint(sum(int(c) for c in str(n)))\n```",
-    "```python\nn, k = map(int, input().split())\na = list(map(int, "
-    "input().split()))\nprint(sum(x for x in a if x % k == 0))\n```",
-    "```python\ns = input().strip()\nprint(' '.join(w[::-1] for w in "
-    "s.split()))\n```",
-    "**Test Input:**\n```\n5 2\n1 2 3 4 5\n```\n**Test Output:**\n```\n6\n```",
+  "```python\nn = int(input())\nprint(sum(int(c) for c in str(n)))\n```",
+  "```python\nn, k = map(int, input().split())\na = list(map(int, "
+  "input().split()))\nprint(sum(x for x in a if x % k == 0))\n```",
+  "```python\ns = input().strip()\nprint(' '.join(w[::-1] for w in "
+  "s.split()))\n```",
+  "**Test Input:**\n```\n5 2\n1 2 3 4 5\n```\n**Test Output:**\n```\n6\n```",
 )
 
 
 def cache_root(configured: str = "") -> str:
-  return configured or os.environ.get("RLA_JAX_CACHE") or os.path.join(
-      os.path.expanduser("~"), ".cache", "rla_jax")
+  return (
+    configured
+    or os.environ.get("RLA_JAX_CACHE")
+    or os.path.join(os.path.expanduser("~"), ".cache", "rla_jax")
+  )
 
 
 def embedded_coding_models(config, log=print) -> dict:
@@ -44,9 +50,11 @@ def embedded_coding_models(config, log=print) -> dict:
   spec.pop("cache_dir", None)
   key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
   root = os.path.join(cache_root(e.cache_dir), "coding", key[:12])
-  dirs = {"tokenizer_dir": os.path.join(root, "tokenizer"),
-          "policy_dir": os.path.join(root, "policy"),
-          "reward_dir": os.path.join(root, "reward")}
+  dirs = {
+    "tokenizer_dir": os.path.join(root, "tokenizer"),
+    "policy_dir": os.path.join(root, "policy"),
+    "reward_dir": os.path.join(root, "reward"),
+  }
   marker = os.path.join(root, "COMPLETE")
   if os.path.exists(marker):
     return dirs
@@ -54,20 +62,31 @@ def embedded_coding_models(config, log=print) -> dict:
   tasks = generate_offline_tasks(64, config.seed)
   texts = []
   for t in tasks:
-    texts += [render_policy_prompt(t.question),
-              render_unit_test_prompt(t.question, t.tests[0])]
+    texts += [
+      render_policy_prompt(t.question),
+      render_unit_test_prompt(t.question, t.tests[0]),
+    ]
   texts += list(_PROGRAMS) * 20
   tok = train_bpe_tokenizer(texts, e.vocab_size, dirs["tokenizer_dir"])
   agent_text.end_of_turn_ids(tok)  # fails early if the template is wrong
-  cfg = QwenConfig("qwen3", vocab_size=len(tok), hidden_size=e.hidden_size,
-                   intermediate_size=e.intermediate_size,
-                   num_layers=e.num_layers, num_heads=e.num_heads,
-                   num_kv_heads=e.num_kv_heads, head_dim=e.head_dim,
-                   tie_word_embeddings=True,
-                   eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"))
+  cfg = QwenConfig(
+    "qwen3",
+    vocab_size=len(tok),
+    hidden_size=e.hidden_size,
+    intermediate_size=e.intermediate_size,
+    num_layers=e.num_layers,
+    num_heads=e.num_heads,
+    num_kv_heads=e.num_kv_heads,
+    head_dim=e.head_dim,
+    tie_word_embeddings=True,
+    eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
+  )
   for i, role in enumerate(("policy", "reward")):
-    save_qwen(Qwen(cfg, rngs=nnx.Rngs(config.seed * 2 + i)), dirs[f"{role}_dir"],
-              tokenizer=tok)
+    save_qwen(
+      Qwen(cfg, rngs=nnx.Rngs(config.seed * 2 + i)),
+      dirs[f"{role}_dir"],
+      tokenizer=tok,
+    )
   with open(marker, "w") as f:
     json.dump(spec, f)
   return dirs

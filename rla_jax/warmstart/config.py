@@ -55,35 +55,63 @@ from rla_jax.rl import agent_text
 from rla_jax.warmstart.demos import EXPERTS
 
 _DEFAULTS: dict[str, Any] = {
-    "seed": 0,
-    "room_size": "small",
-    "history_steps": 2,
-    "max_demo_steps": 40,
-    "vocab_size": 1024,
-    "num_pretrain_games": 150,
-    "num_demo_episodes": 120,
-    "demo_epsilon": 0.3,
-    "demo_verb_balance": 0.0,
-    "demo_expert": "oracle",
-    "policy_answer": "choice_line",
-    "model": {"hidden_size": 128, "intermediate_size": 384, "num_layers": 4,
-              "num_heads": 4, "num_kv_heads": 2, "head_dim": 32,
-              "rope_theta": 10000.0, "tie_word_embeddings": True},
-    "drill": {"steps": 300, "batch_size": 16, "learning_rate": 3e-3,
-              "num_queries": 8, "length_multiple": 128},
-    "policy_sft": {"steps": 200, "batch_size": 16, "learning_rate": 2e-3,
-                   "prompt_weight": 0.1, "answer_weight": 3.0,
-                   "length_multiple": 128},
-    "num_rm_episodes": 120,
-    "rm_epsilon": 0.5,
-    "num_rm_examples": 400,
-    "rm_label_noise": 0.1,
-    "rm_init": "drill",
-    "rm_sft": {"steps": 100, "batch_size": 8, "learning_rate": 2e-3,
-               "prompt_weight": 0.05, "answer_weight": 3.0,
-               "length_multiple": 128},
-    "eval": {"num_games": 16, "max_steps": 50, "temperature": 0.8,
-             "greedy": False, "batch_size": 16, "rm_max_steps": 96},
+  "seed": 0,
+  "room_size": "small",
+  "history_steps": 2,
+  "max_demo_steps": 40,
+  "vocab_size": 1024,
+  "num_pretrain_games": 150,
+  "num_demo_episodes": 120,
+  "demo_epsilon": 0.3,
+  "demo_verb_balance": 0.0,
+  "demo_expert": "oracle",
+  "policy_answer": "choice_line",
+  "model": {
+    "hidden_size": 128,
+    "intermediate_size": 384,
+    "num_layers": 4,
+    "num_heads": 4,
+    "num_kv_heads": 2,
+    "head_dim": 32,
+    "rope_theta": 10000.0,
+    "tie_word_embeddings": True,
+  },
+  "drill": {
+    "steps": 300,
+    "batch_size": 16,
+    "learning_rate": 3e-3,
+    "num_queries": 8,
+    "length_multiple": 128,
+  },
+  "policy_sft": {
+    "steps": 200,
+    "batch_size": 16,
+    "learning_rate": 2e-3,
+    "prompt_weight": 0.1,
+    "answer_weight": 3.0,
+    "length_multiple": 128,
+  },
+  "num_rm_episodes": 120,
+  "rm_epsilon": 0.5,
+  "num_rm_examples": 400,
+  "rm_label_noise": 0.1,
+  "rm_init": "drill",
+  "rm_sft": {
+    "steps": 100,
+    "batch_size": 8,
+    "learning_rate": 2e-3,
+    "prompt_weight": 0.05,
+    "answer_weight": 3.0,
+    "length_multiple": 128,
+  },
+  "eval": {
+    "num_games": 16,
+    "max_steps": 50,
+    "temperature": 0.8,
+    "greedy": False,
+    "batch_size": 16,
+    "rm_max_steps": 96,
+  },
 }
 
 
@@ -96,8 +124,10 @@ def _plain(cfg) -> dict:
   if hasattr(cfg, "to_dict"):  # ml_collections.ConfigDict
     cfg = cfg.to_dict()
   if not isinstance(cfg, dict):
-    raise TypeError(f"warm-start config must be a dict or ConfigDict, got "
-                    f"{type(cfg).__name__}")
+    raise TypeError(
+      f"warm-start config must be a dict or ConfigDict, got "
+      f"{type(cfg).__name__}"
+    )
   return cfg
 
 
@@ -109,34 +139,51 @@ def resolve_config(cfg=None) -> dict[str, Any]:
   out = default_warmstart_config()
   for key, value in _plain(cfg or {}).items():
     if key not in out:
-      raise ValueError(f"warm-start config: unknown key {key!r}; known: "
-                       f"{sorted(out)}")
+      raise ValueError(
+        f"warm-start config: unknown key {key!r}; known: {sorted(out)}"
+      )
     if isinstance(out[key], dict):
       value = _plain(value)
       for sub, v in value.items():
         if sub not in out[key]:
-          raise ValueError(f"warm-start config: unknown key {key}.{sub}; "
-                           f"known: {sorted(out[key])}")
+          raise ValueError(
+            f"warm-start config: unknown key {key}.{sub}; "
+            f"known: {sorted(out[key])}"
+          )
         out[key][sub] = v
     else:
       out[key] = value
   if out["room_size"] not in ("small", "full"):
-    raise ValueError(f"warm-start config: room_size must be 'small' or "
-                     f"'full', got {out['room_size']!r}")
+    raise ValueError(
+      f"warm-start config: room_size must be 'small' or "
+      f"'full', got {out['room_size']!r}"
+    )
   if out["demo_expert"] not in EXPERTS:
-    raise ValueError(f"warm-start config: demo_expert must be one of "
-                     f"{sorted(EXPERTS)}, got {out['demo_expert']!r}")
+    raise ValueError(
+      f"warm-start config: demo_expert must be one of "
+      f"{sorted(EXPERTS)}, got {out['demo_expert']!r}"
+    )
   if out["policy_answer"] not in agent_text.ANSWER_FORMATS:
-    raise ValueError(f"warm-start config: policy_answer must be one of "
-                     f"{agent_text.ANSWER_FORMATS}, got {out['policy_answer']!r}")
+    raise ValueError(
+      f"warm-start config: policy_answer must be one of "
+      f"{agent_text.ANSWER_FORMATS}, got {out['policy_answer']!r}"
+    )
   if out["rm_init"] not in ("policy", "drill", "scratch"):
-    raise ValueError(f"warm-start config: rm_init must be 'policy', 'drill' "
-                     f"or 'scratch', got {out['rm_init']!r}")
+    raise ValueError(
+      f"warm-start config: rm_init must be 'policy', 'drill' "
+      f"or 'scratch', got {out['rm_init']!r}"
+    )
   if not 0.0 <= float(out["demo_verb_balance"]) <= 1.0:
-    raise ValueError(f"warm-start config: demo_verb_balance must be in [0, 1], "
-                     f"got {out['demo_verb_balance']!r}")
-  for key in ("num_pretrain_games", "num_demo_episodes", "num_rm_episodes",
-              "num_rm_examples"):
+    raise ValueError(
+      f"warm-start config: demo_verb_balance must be in [0, 1], "
+      f"got {out['demo_verb_balance']!r}"
+    )
+  for key in (
+    "num_pretrain_games",
+    "num_demo_episodes",
+    "num_rm_episodes",
+    "num_rm_examples",
+  ):
     if int(out[key]) < 1:
       raise ValueError(f"warm-start config: {key} must be >= 1, got {out[key]}")
   return out
@@ -147,9 +194,12 @@ def text_formats() -> dict[str, str]:
   toy step: part of the cache key, so a format change rebuilds the cache."""
   step = agent_text.policy_step_text(["o0", "o1"], ["a0"], ["a1", "b 2"], 1)
   answer = agent_text.policy_response_text("b 2", 1)
-  return {"policy_prompt": step, "policy_answer": answer,
-          "judge_prompt": agent_text.judge_step_text(step, answer, "o2"),
-          "judge_answer": agent_text.judge_response_text(-1)}
+  return {
+    "policy_prompt": step,
+    "policy_answer": answer,
+    "judge_prompt": agent_text.judge_step_text(step, answer, "o2"),
+    "judge_answer": agent_text.judge_response_text(-1),
+  }
 
 
 def config_hash(cfg: dict[str, Any]) -> str:

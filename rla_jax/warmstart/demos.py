@@ -37,6 +37,7 @@ class Episode:
   """One rollout: observations o_0..o_L, taken actions a_0..a_{L-1},
   admissible lists per visited state (L + 1 of them), expert commands e_k at
   each of the first L states (None where the state was a dead end)."""
+
   game: Game
   observations: list[str]
   actions: list[str]
@@ -50,15 +51,20 @@ class TextExample:
   """A (user message, assistant response) pair; label is +1/-1 for judge
   examples (the expert progress label, before any label noise) else 0;
   parts = (step prompt, step response, next observation) for judge examples."""
+
   prompt_text: str
   response_text: str
   label: int = 0
   parts: tuple[str, str, str] | None = None
 
 
-def noisy_expert_rollouts(games: Sequence[Game], epsilon: float,
-                          rng: np.random.Generator, max_steps: int,
-                          expert: str = "oracle") -> list[Episode]:
+def noisy_expert_rollouts(
+  games: Sequence[Game],
+  epsilon: float,
+  rng: np.random.Generator,
+  max_steps: int,
+  expert: str = "oracle",
+) -> list[Episode]:
   """Plays every game with the epsilon-noisy expert for at most max_steps.
 
   At each state: e = EXPERTS[expert](game, actions); with probability epsilon (or
@@ -69,24 +75,37 @@ def noisy_expert_rollouts(games: Sequence[Game], epsilon: float,
   if not 0.0 <= epsilon <= 1.0:
     raise ValueError(f"demo epsilon must be in [0, 1], got {epsilon}")
   if expert not in EXPERTS:
-    raise ValueError(f"demo expert must be one of {sorted(EXPERTS)}, got {expert!r}")
+    raise ValueError(
+      f"demo expert must be one of {sorted(EXPERTS)}, got {expert!r}"
+    )
   expert_fn = EXPERTS[expert]
   env = make_env("native", 1, max_steps=max_steps)
   episodes = []
   for game in games:
     obs, infos = env.reset([game])
-    ep = Episode(game, [obs[0]], [], [list(infos["admissible_commands"][0])],
-                 [], bool(infos["won"][0]))
+    ep = Episode(
+      game,
+      [obs[0]],
+      [],
+      [list(infos["admissible_commands"][0])],
+      [],
+      bool(infos["won"][0]),
+    )
     done = ep.won
     while not done:
       expert = expert_fn(game, ep.actions)
       cands = candidate_actions(ep.admissible[-1])
       if expert is not None and expert not in cands:
-        raise RuntimeError(f"game {game.game_id}: expert command {expert!r} "
-                           f"is not admissible {cands}")
+        raise RuntimeError(
+          f"game {game.game_id}: expert command {expert!r} "
+          f"is not admissible {cands}"
+        )
       explore = rng.random() < epsilon
-      action = cands[int(rng.integers(len(cands)))] if (
-          explore or expert is None) else expert
+      action = (
+        cands[int(rng.integers(len(cands)))]
+        if (explore or expert is None)
+        else expert
+      )
       obs, won, dones, infos = env.step([action])
       ep.expert.append(expert)
       ep.actions.append(action)
@@ -99,32 +118,43 @@ def noisy_expert_rollouts(games: Sequence[Game], epsilon: float,
 
 def step_prompt(ep: Episode, k: int, history_steps: int | None) -> str:
   """The policy's user message at step k of an episode."""
-  return agent_text.policy_step_text(ep.observations[:k + 1], ep.actions[:k],
-                                     ep.admissible[k], history_steps)
+  return agent_text.policy_step_text(
+    ep.observations[: k + 1], ep.actions[:k], ep.admissible[k], history_steps
+  )
 
 
-def command_response(command: str, admissible: Sequence[str],
-                     answer_format: str = "choice_line") -> str:
+def command_response(
+  command: str, admissible: Sequence[str], answer_format: str = "choice_line"
+) -> str:
   """The reference-format response choosing `command` among the candidates."""
   return agent_text.policy_response_text(
-      command, candidate_actions(admissible).index(command), answer_format)
+    command, candidate_actions(admissible).index(command), answer_format
+  )
 
 
-def policy_examples(episodes: Sequence[Episode], history_steps: int | None,
-                    answer_format: str = "choice_line") -> list[TextExample]:
+def policy_examples(
+  episodes: Sequence[Episode],
+  history_steps: int | None,
+  answer_format: str = "choice_line",
+) -> list[TextExample]:
   """One example per visited state with a defined expert command."""
   out = []
   for ep in episodes:
     for k, expert in enumerate(ep.expert):
       if expert is None:
         continue
-      out.append(TextExample(step_prompt(ep, k, history_steps),
-                             command_response(expert, ep.admissible[k],
-                                              answer_format)))
+      out.append(
+        TextExample(
+          step_prompt(ep, k, history_steps),
+          command_response(expert, ep.admissible[k], answer_format),
+        )
+      )
   return out
 
 
-def verb_balance_repeats(episodes: Sequence[Episode], alpha: float) -> list[int]:
+def verb_balance_repeats(
+  episodes: Sequence[Episode], alpha: float
+) -> list[int]:
   """How often each policy example (in `policy_examples` order) enters the
   SFT pool, so that rare decisions are not drowned by "go to":
 
@@ -144,24 +174,38 @@ def verb_balance_repeats(episodes: Sequence[Episode], alpha: float) -> list[int]
   return [max(1, int(round((top / counts[v]) ** alpha))) for v in verbs]
 
 
-def judge_examples(episodes: Sequence[Episode], history_steps: int | None,
-                   answer_format: str = "choice_line") -> list[TextExample]:
+def judge_examples(
+  episodes: Sequence[Episode],
+  history_steps: int | None,
+  answer_format: str = "choice_line",
+) -> list[TextExample]:
   """One judge example per taken step, labelled by expert progress."""
   out = []
   for ep in episodes:
     for k, action in enumerate(ep.actions):
       label = 1 if label_progress(ep.game, ep.actions[:k], action) else -1
-      parts = (step_prompt(ep, k, history_steps),
-               command_response(action, ep.admissible[k], answer_format),
-               ep.observations[k + 1])
-      out.append(TextExample(agent_text.judge_step_text(*parts),
-                             agent_text.judge_response_text(label), label, parts))
+      parts = (
+        step_prompt(ep, k, history_steps),
+        command_response(action, ep.admissible[k], answer_format),
+        ep.observations[k + 1],
+      )
+      out.append(
+        TextExample(
+          agent_text.judge_step_text(*parts),
+          agent_text.judge_response_text(label),
+          label,
+          parts,
+        )
+      )
   return out
 
 
-def balance_and_corrupt(examples: Sequence[TextExample], num: int,
-                        label_noise: float, rng: np.random.Generator
-                        ) -> list[TextExample]:
+def balance_and_corrupt(
+  examples: Sequence[TextExample],
+  num: int,
+  label_noise: float,
+  rng: np.random.Generator,
+) -> list[TextExample]:
   """Up to `num` judge examples, half +1 and half -1 by expert label (as far
   as the pool allows), with a fraction `label_noise` of the TRAINING targets
   flipped (ex.label keeps the true label). Output order is shuffled."""
@@ -172,13 +216,20 @@ def balance_and_corrupt(examples: Sequence[TextExample], num: int,
   n_pos = min(len(pos), num // 2)
   n_neg = min(len(neg), num - n_pos)
   n_pos = min(len(pos), num - n_neg)
-  chosen = ([pos[i] for i in rng.permutation(len(pos))[:n_pos]] +
-            [neg[i] for i in rng.permutation(len(neg))[:n_neg]])
+  chosen = [pos[i] for i in rng.permutation(len(pos))[:n_pos]] + [
+    neg[i] for i in rng.permutation(len(neg))[:n_neg]
+  ]
   chosen = [chosen[i] for i in rng.permutation(len(chosen))]
   flip = rng.random(len(chosen)) < label_noise
-  return [TextExample(e.prompt_text,
-                      agent_text.judge_response_text(-e.label if f else e.label),
-                      e.label, e.parts) for e, f in zip(chosen, flip)]
+  return [
+    TextExample(
+      e.prompt_text,
+      agent_text.judge_response_text(-e.label if f else e.label),
+      e.label,
+      e.parts,
+    )
+    for e, f in zip(chosen, flip)
+  ]
 
 
 def transcript_text(ep: Episode) -> str:

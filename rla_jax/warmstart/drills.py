@@ -23,8 +23,9 @@ from rla_jax.rl import agent_text
 BOX_OPEN = "\\boxed{"
 
 
-def _weighted_ids(tokenizer, text: str, spans: Sequence[tuple[int, int, float]],
-                  default: float) -> tuple[list[int], list[float]]:
+def _weighted_ids(
+  tokenizer, text: str, spans: Sequence[tuple[int, int, float]], default: float
+) -> tuple[list[int], list[float]]:
   """Token ids of `text` encoded whole (as the sampler's tokens decode) and
   per-token weights: w of the last span (lo, hi, w) a token overlaps, else
   `default`. Spans come from the fast tokenizer's offset mapping."""
@@ -57,22 +58,33 @@ def decision_spans(response_text: str) -> list[tuple[int, int]]:
   return spans
 
 
-def boxed_answer_sample(tokenizer, prompt_text: str, response_text: str,
-                        answer_weight: float) -> tuple[list[int], list[int], np.ndarray]:
+def boxed_answer_sample(
+  tokenizer, prompt_text: str, response_text: str, answer_weight: float
+) -> tuple[list[int], list[int], np.ndarray]:
   """(prompt ids, response ids + <|im_end|>, weights): weight answer_weight
   on every token overlapping a decision (`decision_spans`), 1 elsewhere."""
   ids, w = _weighted_ids(
-      tokenizer, response_text,
-      [(lo, hi, answer_weight) for lo, hi in decision_spans(response_text)], 1.0)
+    tokenizer,
+    response_text,
+    [(lo, hi, answer_weight) for lo, hi in decision_spans(response_text)],
+    1.0,
+  )
   eot = agent_text.end_of_turn_ids(tokenizer)[0]
-  return (agent_text.chat_ids(tokenizer, prompt_text), ids + [eot],
-          np.asarray(w + [1.0], np.float32))
+  return (
+    agent_text.chat_ids(tokenizer, prompt_text),
+    ids + [eot],
+    np.asarray(w + [1.0], np.float32),
+  )
 
 
-def copy_drill(tokenizer, candidates: Sequence[str], num_queries: int,
-               rng: np.random.Generator, other_weight: float = 0.1,
-               answer_format: str = "choice_line"
-               ) -> tuple[list[int], list[int], np.ndarray]:
+def copy_drill(
+  tokenizer,
+  candidates: Sequence[str],
+  num_queries: int,
+  rng: np.random.Generator,
+  other_weight: float = 0.1,
+  answer_format: str = "choice_line",
+) -> tuple[list[int], list[int], np.ndarray]:
   """One drill sample: (prompt ids, response ids, weights) as described above.
 
   The answers are in `answer_format`; "command_index" answers "I will <c_q>.
@@ -83,18 +95,24 @@ def copy_drill(tokenizer, candidates: Sequence[str], num_queries: int,
   if not candidates:
     raise ValueError("copy_drill: empty candidate list")
   if answer_format not in agent_text.ANSWER_FORMATS:
-    raise ValueError(f"copy_drill: answer_format must be one of "
-                     f"{agent_text.ANSWER_FORMATS}, got {answer_format!r}")
+    raise ValueError(
+      f"copy_drill: answer_format must be one of "
+      f"{agent_text.ANSWER_FORMATS}, got {answer_format!r}"
+    )
   fmt = "choice_line" if answer_format == "index" else answer_format
   prompt = "Candidate actions:\n" + "\n".join(
-      f"{k}) {c}" for k, c in enumerate(candidates))
+    f"{k}) {c}" for k, c in enumerate(candidates)
+  )
   text, spans = "", []
   for _ in range(num_queries):
     k = int(rng.integers(len(candidates)))
     answer = agent_text.policy_response_text(candidates[k], k, fmt)
     # the command and the boxed index are copied
-    copied = (len(agent_text.COMMAND_PREFIX) if fmt == "command_index"
-              else answer.index(")"))
+    copied = (
+      len(agent_text.COMMAND_PREFIX)
+      if fmt == "command_index"
+      else answer.index(")")
+    )
     spans.append((len(text) + copied, len(text) + answer.rindex("}"), 1.0))
     text += answer + "\n"
   ids, w = _weighted_ids(tokenizer, text, spans, other_weight)

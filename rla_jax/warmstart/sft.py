@@ -51,8 +51,9 @@ class SFTConfig:
       raise ValueError(f"prompt_weight must be >= 0, got {self.prompt_weight}")
 
 
-def pack_sft_batch(samples: Sequence[tuple], num_rows: int,
-                   length_multiple: int, pad_id: int) -> dict[str, np.ndarray]:
+def pack_sft_batch(
+  samples: Sequence[tuple], num_rows: int, length_multiple: int, pad_id: int
+) -> dict[str, np.ndarray]:
   """[num_rows, T] tokens / mask / response_weight, T = longest rounded up.
 
   A sample is (prompt ids, response ids) or (prompt ids, response ids,
@@ -66,12 +67,18 @@ def pack_sft_batch(samples: Sequence[tuple], num_rows: int,
   weight = np.zeros((num_rows, T), np.float32)
   for i, s in enumerate(samples):
     p, r = list(s[0]), list(s[1])
-    w = np.ones(len(r), np.float32) if len(s) < 3 else np.asarray(s[2], np.float32)
+    w = (
+      np.ones(len(r), np.float32)
+      if len(s) < 3
+      else np.asarray(s[2], np.float32)
+    )
     if len(w) != len(r):
-      raise ValueError(f"sample {i}: {len(w)} weights for {len(r)} response tokens")
-    tokens[i, :len(p) + len(r)] = p + r
-    mask[i, :len(p) + len(r)] = 1
-    weight[i, len(p):len(p) + len(r)] = w
+      raise ValueError(
+        f"sample {i}: {len(w)} weights for {len(r)} response tokens"
+      )
+    tokens[i, : len(p) + len(r)] = p + r
+    mask[i, : len(p) + len(r)] = 1
+    weight[i, len(p) : len(p) + len(r)] = w
   return {"tokens": tokens, "mask": mask, "response_weight": weight}
 
 
@@ -82,9 +89,13 @@ def weighted_nll(model: Qwen, batch: dict, prompt_weight: float, chunk: int):
   position 0 has no prediction. "Response" tokens are those with weight > 0.
   """
   hidden, _ = model.hidden_states(batch["tokens"], batch["mask"])
-  lp = token_logprobs(hidden[:, :-1], model.lm_head_matrix(),
-                      batch["tokens"][:, 1:], chunk_size=chunk,
-                      dtype=model.dtype)  # [B, T-1]
+  lp = token_logprobs(
+    hidden[:, :-1],
+    model.lm_head_matrix(),
+    batch["tokens"][:, 1:],
+    chunk_size=chunk,
+    dtype=model.dtype,
+  )  # [B, T-1]
   real = batch["mask"][:, 1:].astype(jnp.float32)
   rw = batch["response_weight"][:, 1:]
   resp = (rw > 0).astype(jnp.float32)
@@ -95,20 +106,28 @@ def weighted_nll(model: Qwen, batch: dict, prompt_weight: float, chunk: int):
 
 def _sft_step(graphdef, tx, prompt_weight, chunk, state, opt_state, batch):
   def loss_fn(st):
-    num, den, rnum, rden = weighted_nll(nnx.merge(graphdef, st), batch,
-                                        prompt_weight, chunk)
+    num, den, rnum, rden = weighted_nll(
+      nnx.merge(graphdef, st), batch, prompt_weight, chunk
+    )
     return num / jnp.maximum(den, 1.0), rnum / jnp.maximum(rden, 1.0)
+
   (loss, resp_loss), grads = jax.value_and_grad(loss_fn, has_aux=True)(state)
   updates, opt_state = tx.update(grads, opt_state, state)
   state = optax.apply_updates(state, updates)
-  return state, opt_state, {"loss": loss, "response_loss": resp_loss,
-                            "grad_norm": optax.tree.norm(grads)}
+  return (
+    state,
+    opt_state,
+    {
+      "loss": loss,
+      "response_loss": resp_loss,
+      "grad_norm": optax.tree.norm(grads),
+    },
+  )
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2))
 def _response_nll(graphdef, state, chunk, batch):
-  _, _, rnum, rden = weighted_nll(nnx.merge(graphdef, state), batch, 0.0,
-                                  chunk)
+  _, _, rnum, rden = weighted_nll(nnx.merge(graphdef, state), batch, 0.0, chunk)
   return rnum, rden
 
 
@@ -116,13 +135,21 @@ def lr_schedule(cfg: SFTConfig) -> optax.Schedule:
   """Linear warmup to learning_rate, cosine decay to final_lr_frac of it."""
   warm = max(1, int(cfg.warmup_frac * cfg.steps))
   return optax.warmup_cosine_decay_schedule(
-      0.0, cfg.learning_rate, warm, max(cfg.steps, warm + 1),
-      end_value=cfg.learning_rate * cfg.final_lr_frac)
+    0.0,
+    cfg.learning_rate,
+    warm,
+    max(cfg.steps, warm + 1),
+    end_value=cfg.learning_rate * cfg.final_lr_frac,
+  )
 
 
-def length_grouped_batches(lengths: Sequence[int], batch_size: int,
-                           num_batches: int, rng: np.random.Generator,
-                           group: int = 8) -> list[np.ndarray]:
+def length_grouped_batches(
+  lengths: Sequence[int],
+  batch_size: int,
+  num_batches: int,
+  rng: np.random.Generator,
+  group: int = 8,
+) -> list[np.ndarray]:
   """num_batches index arrays of size batch_size (or fewer if the data is
   smaller): epochs of random permutations, cut into groups of `group`
   batches whose members are sorted by length (less padding), group order
@@ -135,56 +162,77 @@ def length_grouped_batches(lengths: Sequence[int], batch_size: int,
     perm = rng.permutation(n)
     per_group = bs * group
     for g in range(0, n - bs + 1, per_group):
-      chunk = perm[g:g + per_group]
+      chunk = perm[g : g + per_group]
       chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
-      batches = [chunk[i:i + bs] for i in range(0, len(chunk) - bs + 1, bs)]
+      batches = [chunk[i : i + bs] for i in range(0, len(chunk) - bs + 1, bs)]
       for j in rng.permutation(len(batches)):
         out.append(batches[j])
   return out[:num_batches]
 
 
-def response_loss(model: Qwen, samples: Sequence[tuple],
-                  *, batch_size: int = 16, pad_id: int = 0,
-                  length_multiple: int = 64, chunk: int = 128) -> float:
+def response_loss(
+  model: Qwen,
+  samples: Sequence[tuple],
+  *,
+  batch_size: int = 16,
+  pad_id: int = 0,
+  length_multiple: int = 64,
+  chunk: int = 128,
+) -> float:
   """Mean per-token NLL of the response tokens of `samples` under `model`."""
   graphdef, state = nnx.split(model)
   num = den = 0.0
   order = np.argsort([len(s[0]) + len(s[1]) for s in samples], kind="stable")
   for i in range(0, len(samples), batch_size):
-    part = [samples[j] for j in order[i:i + batch_size]]
+    part = [samples[j] for j in order[i : i + batch_size]]
     batch = pack_sft_batch(part, batch_size, length_multiple, pad_id)
     n, d = _response_nll(graphdef, state, chunk, batch)
     num, den = num + float(n), den + float(d)
   return num / max(den, 1.0)
 
 
-def train_sft(model: Qwen, samples: Sequence[tuple],
-              cfg: SFTConfig, *, seed: int, pad_id: int = 0,
-              log: Callable[[str], None] = print, name: str = "sft",
-              log_every: int = 50) -> tuple[Qwen, list[dict]]:
+def train_sft(
+  model: Qwen,
+  samples: Sequence[tuple],
+  cfg: SFTConfig,
+  *,
+  seed: int,
+  pad_id: int = 0,
+  log: Callable[[str], None] = print,
+  name: str = "sft",
+  log_every: int = 50,
+) -> tuple[Qwen, list[dict]]:
   """Runs cfg.steps AdamW steps on `samples`; returns (trained model, per-step metrics)."""
   if not samples:
     raise ValueError(f"{name}: no training samples")
-  tx = optax.chain(optax.clip_by_global_norm(cfg.grad_clip),
-                   optax.adamw(lr_schedule(cfg), weight_decay=cfg.weight_decay))
+  tx = optax.chain(
+    optax.clip_by_global_norm(cfg.grad_clip),
+    optax.adamw(lr_schedule(cfg), weight_decay=cfg.weight_decay),
+  )
   graphdef, state = nnx.split(model)
   state = jax.tree.map(jnp.copy, state)  # the step donates; keep `model` valid
   opt_state = tx.init(state)
-  step_fn = jax.jit(functools.partial(_sft_step, graphdef, tx,
-                                      cfg.prompt_weight, cfg.logprob_chunk),
-                    donate_argnums=(0, 1))
+  step_fn = jax.jit(
+    functools.partial(
+      _sft_step, graphdef, tx, cfg.prompt_weight, cfg.logprob_chunk
+    ),
+    donate_argnums=(0, 1),
+  )
   rng = np.random.default_rng([seed, 0x5F7])
   lengths = [len(s[0]) + len(s[1]) for s in samples]
   history = []
   batches = length_grouped_batches(lengths, cfg.batch_size, cfg.steps, rng)
   for step, idx in enumerate(batches):
-    batch = pack_sft_batch([samples[i] for i in idx], cfg.batch_size,
-                           cfg.length_multiple, pad_id)
+    batch = pack_sft_batch(
+      [samples[i] for i in idx], cfg.batch_size, cfg.length_multiple, pad_id
+    )
     state, opt_state, m = step_fn(state, opt_state, batch)
     if step % log_every == 0 or step == cfg.steps - 1:
       m = {k: float(v) for k, v in jax.device_get(m).items()}
       m["step"] = step
       history.append(m)
-      log(f"[warmstart] {name} step {step}/{cfg.steps} loss {m['loss']:.4f} "
-          f"response_loss {m['response_loss']:.4f} grad_norm {m['grad_norm']:.3f}")
+      log(
+        f"[warmstart] {name} step {step}/{cfg.steps} loss {m['loss']:.4f} "
+        f"response_loss {m['response_loss']:.4f} grad_norm {m['grad_norm']:.3f}"
+      )
   return nnx.merge(graphdef, state), history

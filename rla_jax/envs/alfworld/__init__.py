@@ -13,13 +13,37 @@ Modules: types_tables (ALFRED tables), game (Game), pddl_io (files), text (surfa
 engine (native rules), env / native_env / textworld_backend (batched envs), expert (oracle
 planner, progress labels), generator (rooms, tasks, splits), perturb (adaptation).
 """
+
 from rla_jax.envs.alfworld.env import BACKENDS, MAX_STEPS, BatchedEnv, make_env
-from rla_jax.envs.alfworld.expert import Expert, expert_plan, label_progress, next_action
+from rla_jax.envs.alfworld.expert import (
+  Expert,
+  expert_plan,
+  label_progress,
+  next_action,
+)
 from rla_jax.envs.alfworld.game import Game
 from rla_jax.envs.alfworld.generator import generate_split
 from rla_jax.envs.alfworld.pddl_io import load_game, write_game
-from rla_jax.envs.alfworld.perturb import apply_goal_tokens, describe_game_for_proposal, perturb_game
+from rla_jax.envs.alfworld.perturb import (
+  apply_goal_tokens,
+  describe_game_for_proposal,
+  perturb_game,
+)
 
-__all__ = ["BACKENDS", "MAX_STEPS", "BatchedEnv", "Expert", "Game", "apply_goal_tokens",
-           "describe_game_for_proposal", "expert_plan", "generate_split", "label_progress", "load_game",
-           "make_env", "next_action", "perturb_game", "write_game"]
+__all__ = [
+  "BACKENDS",
+  "MAX_STEPS",
+  "BatchedEnv",
+  "Expert",
+  "Game",
+  "apply_goal_tokens",
+  "describe_game_for_proposal",
+  "expert_plan",
+  "generate_split",
+  "label_progress",
+  "load_game",
+  "make_env",
+  "next_action",
+  "perturb_game",
+  "write_game",
+]

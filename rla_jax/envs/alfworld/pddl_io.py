@@ -10,6 +10,7 @@ The PDDL domain and the text grammar are the ALFRED logic files shipped by the `
 package (found without importing it, or in ``$RLA_ALFWORLD_LOGIC_DIR``); the grammar gets the
 task sentence substituted for ``UNKNOWN GOAL`` exactly as ALFWorld's ``add_task_to_grammar``.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -19,242 +20,355 @@ import re
 from pathlib import Path
 
 from rla_jax.envs.alfworld.game import KNOWN_PREDICATES, Game
-from rla_jax.envs.alfworld.types_tables import (OBJECT_TYPES, RECEPTACLE_TYPES, TASK_TYPE_NAMES,
-                                                canonical_type)
+from rla_jax.envs.alfworld.types_tables import (
+  OBJECT_TYPES,
+  RECEPTACLE_TYPES,
+  TASK_TYPE_NAMES,
+  canonical_type,
+)
 
 GAME_FILE = "game.tw-pddl"
 TRAJ_FILE = "traj_data.json"
 DATA_VERSION_DIR = "json_2.1.1"
 _CANON_PRED = {p.lower(): p for p in KNOWN_PREDICATES}
-_IGNORED_PREDICATES = frozenset({"checked", "examined", "wasinreceptacle", "full", "isreceptacleobjectfull"})
+_IGNORED_PREDICATES = frozenset(
+  {"checked", "examined", "wasinreceptacle", "full", "isreceptacleobjectfull"}
+)
 _FORBIDDEN_TASK_CHARS = set('"\\#[]{}|\n')
 
 
 def logic_dir() -> Path:
-    """Directory holding ``alfred.pddl`` and ``alfred.twl2`` (alfworld package data)."""
-    env = os.environ.get("RLA_ALFWORLD_LOGIC_DIR")
-    if env:
-        return Path(env)
-    spec = importlib.util.find_spec("alfworld")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("writing ALFWorld game files needs the ALFRED domain/grammar files of the "
-                           "'alfworld' package (pip install alfworld==0.4.2) or $RLA_ALFWORLD_LOGIC_DIR")
-    return Path(list(spec.submodule_search_locations)[0]) / "data"
+  """Directory holding ``alfred.pddl`` and ``alfred.twl2`` (alfworld package data)."""
+  env = os.environ.get("RLA_ALFWORLD_LOGIC_DIR")
+  if env:
+    return Path(env)
+  spec = importlib.util.find_spec("alfworld")
+  if spec is None or not spec.submodule_search_locations:
+    raise RuntimeError(
+      "writing ALFWorld game files needs the ALFRED domain/grammar files of the "
+      "'alfworld' package (pip install alfworld==0.4.2) or $RLA_ALFWORLD_LOGIC_DIR"
+    )
+  return Path(list(spec.submodule_search_locations)[0]) / "data"
 
 
 def read_logic() -> tuple[str, str]:
-    """``(pddl_domain, grammar_template)`` texts."""
-    d = logic_dir()
-    return (d / "alfred.pddl").read_text(), (d / "alfred.twl2").read_text()
+  """``(pddl_domain, grammar_template)`` texts."""
+  d = logic_dir()
+  return (d / "alfred.pddl").read_text(), (d / "alfred.twl2").read_text()
 
 
 # ----------------------------------------------------------------------------- writing
 def _goal_pddl(game: Game) -> str:
-    obj, tt = f"{game.object_target}Type", game.task_type
-    if tt == "look_at_obj_in_light":
-        return ("(:goal (and (exists (?ot - object ?r - receptacle ?a - agent ?l - location) (and "
-                f"(objectType ?ot {game.toggle_target}Type) (toggleable ?ot) (isToggled ?ot) "
-                "(receptacleAtLocation ?r ?l) (atLocation ?a ?l) (inReceptacle ?ot ?r))) "
-                f"(exists (?o - object ?a - agent) (and (objectType ?o {obj}) (holds ?a ?o)))))")
-    rec = f"{game.parent_target}Type"
-    if tt == "pick_two_obj_and_place":
-        return ("(:goal (and (exists (?r - receptacle) (exists (?o1 - object) (and "
-                f"(objectType ?o1 {obj}) (receptacleType ?r {rec}) (inReceptacle ?o1 ?r) "
-                "(exists (?o2 - object) (and (not (= ?o1 ?o2)) "
-                f"(objectType ?o2 {obj}) (receptacleType ?r {rec}) (inReceptacle ?o2 ?r))))))))")
-    extra = {"pick_clean_then_place_in_recep": "(cleanable ?o) (isClean ?o) ",
-             "pick_heat_then_place_in_recep": "(heatable ?o) (isHot ?o) ",
-             "pick_cool_then_place_in_recep": "(coolable ?o) (isCool ?o) "}.get(tt, "")
-    return ("(:goal (and (exists (?r - receptacle) (exists (?o - object) (and "
-            f"{extra}(objectType ?o {obj}) (receptacleType ?r {rec}) (inReceptacle ?o ?r))))))")
+  obj, tt = f"{game.object_target}Type", game.task_type
+  if tt == "look_at_obj_in_light":
+    return (
+      "(:goal (and (exists (?ot - object ?r - receptacle ?a - agent ?l - location) (and "
+      f"(objectType ?ot {game.toggle_target}Type) (toggleable ?ot) (isToggled ?ot) "
+      "(receptacleAtLocation ?r ?l) (atLocation ?a ?l) (inReceptacle ?ot ?r))) "
+      f"(exists (?o - object ?a - agent) (and (objectType ?o {obj}) (holds ?a ?o)))))"
+    )
+  rec = f"{game.parent_target}Type"
+  if tt == "pick_two_obj_and_place":
+    return (
+      "(:goal (and (exists (?r - receptacle) (exists (?o1 - object) (and "
+      f"(objectType ?o1 {obj}) (receptacleType ?r {rec}) (inReceptacle ?o1 ?r) "
+      "(exists (?o2 - object) (and (not (= ?o1 ?o2)) "
+      f"(objectType ?o2 {obj}) (receptacleType ?r {rec}) (inReceptacle ?o2 ?r))))))))"
+    )
+  extra = {
+    "pick_clean_then_place_in_recep": "(cleanable ?o) (isClean ?o) ",
+    "pick_heat_then_place_in_recep": "(heatable ?o) (isHot ?o) ",
+    "pick_cool_then_place_in_recep": "(coolable ?o) (isCool ?o) ",
+  }.get(tt, "")
+  return (
+    "(:goal (and (exists (?r - receptacle) (exists (?o - object) (and "
+    f"{extra}(objectType ?o {obj}) (receptacleType ?r {rec}) (inReceptacle ?o ?r))))))"
+  )
 
 
 def problem_pddl(game: Game) -> str:
-    """The PDDL problem text of a game (deterministic: fixed declaration and fact order)."""
-    locs = sorted({game.agent_start} | {l for _, _, l in game.receptacles}
-                  | {f[2] for f in game.facts if f[0] == "objectAtLocation"})
-    otypes = sorted(set(OBJECT_TYPES) | {t for _, t in game.objects} | {o for _, o in game.can_contain})
-    rtypes = sorted(set(RECEPTACLE_TYPES) | {t for _, t, _ in game.receptacles} | {r for r, _ in game.can_contain})
-    lines = [f"(define (problem plan_trial_{game.game_id})", "(:domain alfred)", "(:objects", "agent1 - agent"]
-    lines += [f"{t}Type - otype" for t in otypes] + [f"{t}Type - rtype" for t in rtypes]
-    lines += [f"{o} - object" for o, _ in game.objects] + [f"{r} - receptacle" for r, _, _ in game.receptacles]
-    lines += [f"{l} - location" for l in locs] + [")", "(:init", f"(atLocation agent1 {game.agent_start})"]
-    lines += [f"(receptacleType {r} {t}Type)" for r, t, _ in game.receptacles]
-    lines += [f"(receptacleAtLocation {r} {l})" for r, _, l in game.receptacles]
-    lines += [f"(objectType {o} {t}Type)" for o, t in game.objects]
-    lines += ["(" + " ".join(f) + ")" for f in game.facts]
-    lines += [f"(canContain {r}Type {o}Type)" for r, o in game.can_contain]
-    lines += [")", _goal_pddl(game), ")"]
-    return "\n".join(lines) + "\n"
+  """The PDDL problem text of a game (deterministic: fixed declaration and fact order)."""
+  locs = sorted(
+    {game.agent_start}
+    | {l for _, _, l in game.receptacles}
+    | {f[2] for f in game.facts if f[0] == "objectAtLocation"}
+  )
+  otypes = sorted(
+    set(OBJECT_TYPES)
+    | {t for _, t in game.objects}
+    | {o for _, o in game.can_contain}
+  )
+  rtypes = sorted(
+    set(RECEPTACLE_TYPES)
+    | {t for _, t, _ in game.receptacles}
+    | {r for r, _ in game.can_contain}
+  )
+  lines = [
+    f"(define (problem plan_trial_{game.game_id})",
+    "(:domain alfred)",
+    "(:objects",
+    "agent1 - agent",
+  ]
+  lines += [f"{t}Type - otype" for t in otypes] + [
+    f"{t}Type - rtype" for t in rtypes
+  ]
+  lines += [f"{o} - object" for o, _ in game.objects] + [
+    f"{r} - receptacle" for r, _, _ in game.receptacles
+  ]
+  lines += [f"{l} - location" for l in locs] + [
+    ")",
+    "(:init",
+    f"(atLocation agent1 {game.agent_start})",
+  ]
+  lines += [f"(receptacleType {r} {t}Type)" for r, t, _ in game.receptacles]
+  lines += [f"(receptacleAtLocation {r} {l})" for r, _, l in game.receptacles]
+  lines += [f"(objectType {o} {t}Type)" for o, t in game.objects]
+  lines += ["(" + " ".join(f) + ")" for f in game.facts]
+  lines += [f"(canContain {r}Type {o}Type)" for r, o in game.can_contain]
+  lines += [")", _goal_pddl(game), ")"]
+  return "\n".join(lines) + "\n"
 
 
 def check_task_text(text: str) -> None:
-    bad = sorted(set(text) & _FORBIDDEN_TASK_CHARS)
-    if bad or not text.strip():
-        raise ValueError(f"task text {text!r} is empty or has characters the TextWorld grammar cannot hold: {bad}")
+  bad = sorted(set(text) & _FORBIDDEN_TASK_CHARS)
+  if bad or not text.strip():
+    raise ValueError(
+      f"task text {text!r} is empty or has characters the TextWorld grammar cannot hold: {bad}"
+    )
 
 
 def game_file_json(game: Game, walkthrough: list[str]) -> dict:
-    domain, grammar = read_logic()
-    check_task_text(game.task_text)
-    return {"pddl_domain": domain, "grammar": grammar.replace("UNKNOWN GOAL", game.task_text),
-            "pddl_problem": problem_pddl(game), "solvable": True, "walkthrough": list(walkthrough)}
+  domain, grammar = read_logic()
+  check_task_text(game.task_text)
+  return {
+    "pddl_domain": domain,
+    "grammar": grammar.replace("UNKNOWN GOAL", game.task_text),
+    "pddl_problem": problem_pddl(game),
+    "solvable": True,
+    "walkthrough": list(walkthrough),
+  }
 
 
 def write_game(game: Game, data_dir: str | os.PathLike, split: str) -> str:
-    """Write ``game`` as an ALFWorld game folder under ``data_dir``; returns the game.tw-pddl path.
+  """Write ``game`` as an ALFWorld game folder under ``data_dir``; returns the game.tw-pddl path.
 
-    The game must be solvable by :func:`rla_jax.envs.alfworld.expert.expert_plan` (checked here;
-    ValueError otherwise). Writing is byte-deterministic.
-    """
-    from rla_jax.envs.alfworld.expert import verified_plan  # local: expert imports the engine
-    plan = verified_plan(game)
-    folder = Path(data_dir) / DATA_VERSION_DIR / split / game.folder_name / f"trial_T{game.game_id}"
-    folder.mkdir(parents=True, exist_ok=True)
-    traj = {"task_type": game.task_type, "pddl_params": game.pddl_params, "scene": {"scene_num": game.scene},
-            "room": game.room, "task_id": game.game_id, "game": game.to_dict()}
-    (folder / TRAJ_FILE).write_text(json.dumps(traj, indent=1) + "\n")
-    (folder / GAME_FILE).write_text(json.dumps(game_file_json(game, plan), indent=1) + "\n")
-    return str(folder / GAME_FILE)
+  The game must be solvable by :func:`rla_jax.envs.alfworld.expert.expert_plan` (checked here;
+  ValueError otherwise). Writing is byte-deterministic.
+  """
+  from rla_jax.envs.alfworld.expert import (
+    verified_plan,
+  )  # local: expert imports the engine
+
+  plan = verified_plan(game)
+  folder = (
+    Path(data_dir)
+    / DATA_VERSION_DIR
+    / split
+    / game.folder_name
+    / f"trial_T{game.game_id}"
+  )
+  folder.mkdir(parents=True, exist_ok=True)
+  traj = {
+    "task_type": game.task_type,
+    "pddl_params": game.pddl_params,
+    "scene": {"scene_num": game.scene},
+    "room": game.room,
+    "task_id": game.game_id,
+    "game": game.to_dict(),
+  }
+  (folder / TRAJ_FILE).write_text(json.dumps(traj, indent=1) + "\n")
+  (folder / GAME_FILE).write_text(
+    json.dumps(game_file_json(game, plan), indent=1) + "\n"
+  )
+  return str(folder / GAME_FILE)
 
 
 # ----------------------------------------------------------------------------- reading
 def _sexpr(text: str, where: str):
-    tokens = re.findall(r"\(|\)|[^\s()]+", re.sub(r";[^\n]*", "", text))
-    stack: list[list] = [[]]
-    for tok in tokens:
-        if tok == "(":
-            stack.append([])
-        elif tok == ")":
-            if len(stack) == 1:
-                raise ValueError(f"{where}: unbalanced ')' in PDDL problem")
-            done = stack.pop()
-            stack[-1].append(done)
-        else:
-            stack[-1].append(tok)
-    if len(stack) != 1 or len(stack[0]) != 1:
-        raise ValueError(f"{where}: unbalanced parentheses in PDDL problem")
-    return stack[0][0]
+  tokens = re.findall(r"\(|\)|[^\s()]+", re.sub(r";[^\n]*", "", text))
+  stack: list[list] = [[]]
+  for tok in tokens:
+    if tok == "(":
+      stack.append([])
+    elif tok == ")":
+      if len(stack) == 1:
+        raise ValueError(f"{where}: unbalanced ')' in PDDL problem")
+      done = stack.pop()
+      stack[-1].append(done)
+    else:
+      stack[-1].append(tok)
+  if len(stack) != 1 or len(stack[0]) != 1:
+    raise ValueError(f"{where}: unbalanced parentheses in PDDL problem")
+  return stack[0][0]
 
 
 def _type_token(tok: str) -> str:
-    try:
-        return canonical_type(tok)
-    except ValueError:
-        return tok[:-4] if tok.lower().endswith("type") else tok
+  try:
+    return canonical_type(tok)
+  except ValueError:
+    return tok[:-4] if tok.lower().endswith("type") else tok
 
 
 def _goal_tokens(goal: list, where: str) -> tuple[str, str, str, str]:
-    flat = json.dumps(goal).lower()
-    otypes = re.findall(r'"objecttype", "\?\w+", "(\w+)"', flat)
-    rtypes = re.findall(r'"receptacletype", "\?\w+", "(\w+)"', flat)
-    if not otypes:
-        raise ValueError(f"{where}: goal has no objectType condition")
-    if "istoggled" in flat:
-        lamp = [t for t in otypes if _type_token(t) in ("DeskLamp", "FloorLamp")]
-        other = [t for t in otypes if t not in lamp]
-        if not lamp or not other:
-            raise ValueError(f"{where}: look goal needs a lamp type and an object type")
-        return "look_at_obj_in_light", _type_token(other[0]), "", _type_token(lamp[0])
-    if not rtypes:
-        raise ValueError(f"{where}: goal has no receptacleType condition")
-    kind = ("pick_two_obj_and_place" if '"="' in flat else "pick_clean_then_place_in_recep" if "isclean" in flat
-            else "pick_heat_then_place_in_recep" if "ishot" in flat
-            else "pick_cool_then_place_in_recep" if "iscool" in flat else "pick_and_place_simple")
-    return kind, _type_token(otypes[0]), _type_token(rtypes[0]), ""
+  flat = json.dumps(goal).lower()
+  otypes = re.findall(r'"objecttype", "\?\w+", "(\w+)"', flat)
+  rtypes = re.findall(r'"receptacletype", "\?\w+", "(\w+)"', flat)
+  if not otypes:
+    raise ValueError(f"{where}: goal has no objectType condition")
+  if "istoggled" in flat:
+    lamp = [t for t in otypes if _type_token(t) in ("DeskLamp", "FloorLamp")]
+    other = [t for t in otypes if t not in lamp]
+    if not lamp or not other:
+      raise ValueError(
+        f"{where}: look goal needs a lamp type and an object type"
+      )
+    return (
+      "look_at_obj_in_light",
+      _type_token(other[0]),
+      "",
+      _type_token(lamp[0]),
+    )
+  if not rtypes:
+    raise ValueError(f"{where}: goal has no receptacleType condition")
+  kind = (
+    "pick_two_obj_and_place"
+    if '"="' in flat
+    else "pick_clean_then_place_in_recep"
+    if "isclean" in flat
+    else "pick_heat_then_place_in_recep"
+    if "ishot" in flat
+    else "pick_cool_then_place_in_recep"
+    if "iscool" in flat
+    else "pick_and_place_simple"
+  )
+  return kind, _type_token(otypes[0]), _type_token(rtypes[0]), ""
 
 
-def parse_problem(problem: str, task_text: str, where: str, room: str = "", scene: int = 0) -> Game:
-    """Parse an ALFRED PDDL problem into a Game; ValueError naming ``where`` on anything unsupported."""
-    tree = _sexpr(problem, where)
-    sections = {s[0].lower(): s[1:] for s in tree if isinstance(s, list) and s and isinstance(s[0], str)}
-    for key in (":objects", ":init", ":goal"):
-        if key not in sections:
-            raise ValueError(f"{where}: PDDL problem has no {key} section")
-    declared, pending = {}, []
-    toks = sections[":objects"]
-    i = 0
-    while i < len(toks):
-        if toks[i] == "-":
-            for name in pending:
-                declared[name.lower()] = toks[i + 1].lower()
-            pending, i = [], i + 2
-        else:
-            pending.append(toks[i])
-            i += 1
-    otype, rtype, rloc, facts, cc, start = {}, {}, {}, [], [], []
-    for fact in sections[":init"]:
-        if not isinstance(fact, list) or not fact or not isinstance(fact[0], str):
-            raise ValueError(f"{where}: malformed init fact {fact!r}")
-        pred, args = fact[0].lower(), fact[1:]
-        if pred == "=" or any(isinstance(a, list) for a in args):
-            continue  # numeric fluents (distance/total-cost) play no part in the text game
-        if pred == "atlocation":
-            start.append(args[1])
-        elif pred == "objecttype":
-            otype[args[0]] = _type_token(args[1])
-        elif pred == "receptacletype":
-            rtype[args[0]] = _type_token(args[1])
-        elif pred == "receptacleatlocation":
-            if args[0] in rloc:
-                raise ValueError(f"{where}: receptacle {args[0]} is at two locations")
-            rloc[args[0]] = args[1]
-        elif pred == "cancontain":
-            cc.append((_type_token(args[0]), _type_token(args[1])))
-        elif pred in _CANON_PRED:
-            facts.append((_CANON_PRED[pred],) + tuple(args))
-        elif pred not in _IGNORED_PREDICATES:
-            raise ValueError(f"{where}: unsupported init predicate {fact[0]!r}")
-    if len(start) != 1:
-        raise ValueError(f"{where}: expected exactly one (atLocation agent ...) fact, got {len(start)}")
-    missing = sorted(set(rtype) ^ set(rloc))
-    if missing:
-        raise ValueError(f"{where}: receptacles without both a type and a location: {missing}")
-    kind, obj, parent, toggle = _goal_tokens(sections[":goal"], where)
-    return Game(task_type=kind, task_text=task_text, object_target=obj, parent_target=parent,
-                toggle_target=toggle, objects=tuple(sorted(otype.items())),
-                receptacles=tuple(sorted((r, t, rloc[r]) for r, t in rtype.items())),
-                agent_start=start[0], facts=tuple(sorted(set(facts))), can_contain=tuple(sorted(set(cc))),
-                room=room, scene=scene)
+def parse_problem(
+  problem: str, task_text: str, where: str, room: str = "", scene: int = 0
+) -> Game:
+  """Parse an ALFRED PDDL problem into a Game; ValueError naming ``where`` on anything unsupported."""
+  tree = _sexpr(problem, where)
+  sections = {
+    s[0].lower(): s[1:]
+    for s in tree
+    if isinstance(s, list) and s and isinstance(s[0], str)
+  }
+  for key in (":objects", ":init", ":goal"):
+    if key not in sections:
+      raise ValueError(f"{where}: PDDL problem has no {key} section")
+  declared, pending = {}, []
+  toks = sections[":objects"]
+  i = 0
+  while i < len(toks):
+    if toks[i] == "-":
+      for name in pending:
+        declared[name.lower()] = toks[i + 1].lower()
+      pending, i = [], i + 2
+    else:
+      pending.append(toks[i])
+      i += 1
+  otype, rtype, rloc, facts, cc, start = {}, {}, {}, [], [], []
+  for fact in sections[":init"]:
+    if not isinstance(fact, list) or not fact or not isinstance(fact[0], str):
+      raise ValueError(f"{where}: malformed init fact {fact!r}")
+    pred, args = fact[0].lower(), fact[1:]
+    if pred == "=" or any(isinstance(a, list) for a in args):
+      continue  # numeric fluents (distance/total-cost) play no part in the text game
+    if pred == "atlocation":
+      start.append(args[1])
+    elif pred == "objecttype":
+      otype[args[0]] = _type_token(args[1])
+    elif pred == "receptacletype":
+      rtype[args[0]] = _type_token(args[1])
+    elif pred == "receptacleatlocation":
+      if args[0] in rloc:
+        raise ValueError(f"{where}: receptacle {args[0]} is at two locations")
+      rloc[args[0]] = args[1]
+    elif pred == "cancontain":
+      cc.append((_type_token(args[0]), _type_token(args[1])))
+    elif pred in _CANON_PRED:
+      facts.append((_CANON_PRED[pred],) + tuple(args))
+    elif pred not in _IGNORED_PREDICATES:
+      raise ValueError(f"{where}: unsupported init predicate {fact[0]!r}")
+  if len(start) != 1:
+    raise ValueError(
+      f"{where}: expected exactly one (atLocation agent ...) fact, got {len(start)}"
+    )
+  missing = sorted(set(rtype) ^ set(rloc))
+  if missing:
+    raise ValueError(
+      f"{where}: receptacles without both a type and a location: {missing}"
+    )
+  kind, obj, parent, toggle = _goal_tokens(sections[":goal"], where)
+  return Game(
+    task_type=kind,
+    task_text=task_text,
+    object_target=obj,
+    parent_target=parent,
+    toggle_target=toggle,
+    objects=tuple(sorted(otype.items())),
+    receptacles=tuple(sorted((r, t, rloc[r]) for r, t in rtype.items())),
+    agent_start=start[0],
+    facts=tuple(sorted(set(facts))),
+    can_contain=tuple(sorted(set(cc))),
+    room=room,
+    scene=scene,
+  )
 
 
 def task_text_from_grammar(grammar: str, where: str) -> str:
-    m = re.search(r'"rhs":\s*"Your task is to: (.*)\."\s*$', grammar, flags=re.M)
-    if not m:
-        raise ValueError(f"{where}: grammar has no 'Your task is to: ...' task rule")
-    return m.group(1)
+  m = re.search(r'"rhs":\s*"Your task is to: (.*)\."\s*$', grammar, flags=re.M)
+  if not m:
+    raise ValueError(
+      f"{where}: grammar has no 'Your task is to: ...' task rule"
+    )
+  return m.group(1)
 
 
 def load_game(path: str | os.PathLike, check_solvable: bool = True) -> Game:
-    """Parse a ``game.tw-pddl`` file (or a trial folder holding one) into a :class:`Game`.
+  """Parse a ``game.tw-pddl`` file (or a trial folder holding one) into a :class:`Game`.
 
-    Raises ValueError naming the file if it is malformed, marked unsolvable, or (with
-    ``check_solvable``) not solvable by the expert.
-    """
-    p = Path(path)
-    if p.is_dir():
-        p = p / GAME_FILE
-    try:
-        data = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise ValueError(f"{p}: cannot read game file: {e}") from e
-    if not isinstance(data, dict) or not {"pddl_problem", "grammar"} <= set(data):
-        raise ValueError(f"{p}: not a game.tw-pddl file (needs keys pddl_problem and grammar)")
-    if data.get("solvable") is not True:
-        raise ValueError(f"{p}: game file is not marked solvable (solvable={data.get('solvable')!r})")
-    room, scene, traj_type = "", 0, None
-    traj = p.parent / TRAJ_FILE
-    if traj.exists():
-        t = json.loads(traj.read_text())
-        room, traj_type = t.get("room", ""), t.get("task_type")
-        scene = int((t.get("scene") or {}).get("scene_num", 0) or 0)
-    game = parse_problem(data["pddl_problem"], task_text_from_grammar(data["grammar"], str(p)), str(p), room, scene)
-    if traj_type is not None and traj_type != game.task_type:
-        if traj_type not in TASK_TYPE_NAMES:
-            raise ValueError(f"{p}: traj_data task_type {traj_type!r} is not supported")
-        game = game.replace(task_type=traj_type)
-    if check_solvable:
-        from rla_jax.envs.alfworld.expert import expert_plan
-        if expert_plan(game) is None:
-            raise ValueError(f"{p}: game is not solvable (the expert finds no plan)")
-    return game
+  Raises ValueError naming the file if it is malformed, marked unsolvable, or (with
+  ``check_solvable``) not solvable by the expert.
+  """
+  p = Path(path)
+  if p.is_dir():
+    p = p / GAME_FILE
+  try:
+    data = json.loads(p.read_text())
+  except (OSError, json.JSONDecodeError) as e:
+    raise ValueError(f"{p}: cannot read game file: {e}") from e
+  if not isinstance(data, dict) or not {"pddl_problem", "grammar"} <= set(data):
+    raise ValueError(
+      f"{p}: not a game.tw-pddl file (needs keys pddl_problem and grammar)"
+    )
+  if data.get("solvable") is not True:
+    raise ValueError(
+      f"{p}: game file is not marked solvable (solvable={data.get('solvable')!r})"
+    )
+  room, scene, traj_type = "", 0, None
+  traj = p.parent / TRAJ_FILE
+  if traj.exists():
+    t = json.loads(traj.read_text())
+    room, traj_type = t.get("room", ""), t.get("task_type")
+    scene = int((t.get("scene") or {}).get("scene_num", 0) or 0)
+  game = parse_problem(
+    data["pddl_problem"],
+    task_text_from_grammar(data["grammar"], str(p)),
+    str(p),
+    room,
+    scene,
+  )
+  if traj_type is not None and traj_type != game.task_type:
+    if traj_type not in TASK_TYPE_NAMES:
+      raise ValueError(
+        f"{p}: traj_data task_type {traj_type!r} is not supported"
+      )
+    game = game.replace(task_type=traj_type)
+  if check_solvable:
+    from rla_jax.envs.alfworld.expert import expert_plan
+
+    if expert_plan(game) is None:
+      raise ValueError(f"{p}: game is not solvable (the expert finds no plan)")
+  return game

@@ -19,6 +19,7 @@ cycle of the listing opens every closed receptacle and the search always ends. I
 the warm-start demonstrator (``warmstart`` config ``demo_expert="search"``); progress
 labels (``expert.label_progress``) stay the oracle's.
 """
+
 from __future__ import annotations
 
 from rla_jax.envs.alfworld.engine import CompiledGame, WorldState
@@ -27,33 +28,36 @@ from rla_jax.envs.alfworld.game import Game
 
 
 def is_blind_fetch(plan: list[str]) -> bool:
-    """True iff ``plan`` starts with ``go to R`` only to fetch something from R:
-    ``go to R`` [``open R``] then ``take X from R`` or ``use X``."""
-    if not plan or not plan[0].startswith("go to "):
-        return False
-    rec = plan[0][len("go to "):]
-    rest = plan[1:]
-    if rest and rest[0] == f"open {rec}":
-        rest = rest[1:]
-    return bool(rest) and (rest[0].endswith(f" from {rec}") and rest[0].startswith("take ")
-                           or rest[0].startswith("use "))
+  """True iff ``plan`` starts with ``go to R`` only to fetch something from R:
+  ``go to R`` [``open R``] then ``take X from R`` or ``use X``."""
+  if not plan or not plan[0].startswith("go to "):
+    return False
+  rec = plan[0][len("go to ") :]
+  rest = plan[1:]
+  if rest and rest[0] == f"open {rec}":
+    rest = rest[1:]
+  return bool(rest) and (
+    rest[0].endswith(f" from {rec}")
+    and rest[0].startswith("take ")
+    or rest[0].startswith("use ")
+  )
 
 
 def search_move(cg: CompiledGame, st: WorldState) -> str:
-    """Open the closed receptacle here, else go to the next one of the room listing."""
-    here = cg.recs_at_loc[st.agent_loc]
-    for r in here:
-        if cg.openable[r] and r not in st.opened:
-            return f"open {cg.rec_name[r]}"
-    order = cg.all_recs_sorted
-    k = order.index(here[0]) + 1 if here else 0
-    return f"go to {cg.rec_name[order[k % len(order)]]}"
+  """Open the closed receptacle here, else go to the next one of the room listing."""
+  here = cg.recs_at_loc[st.agent_loc]
+  for r in here:
+    if cg.openable[r] and r not in st.opened:
+      return f"open {cg.rec_name[r]}"
+  order = cg.all_recs_sorted
+  k = order.index(here[0]) + 1 if here else 0
+  return f"go to {cg.rec_name[order[k % len(order)]]}"
 
 
 def search_next_action(game: Game, actions_so_far: list[str]) -> str | None:
-    """The searching expert's next command (None if the game is won or unsolvable)."""
-    cg, st, won = replay(game, actions_so_far)
-    plan = None if won else shortest_plan(cg, st)
-    if not plan:
-        return None
-    return search_move(cg, st) if is_blind_fetch(plan) else plan[0]
+  """The searching expert's next command (None if the game is won or unsolvable)."""
+  cg, st, won = replay(game, actions_so_far)
+  plan = None if won else shortest_plan(cg, st)
+  if not plan:
+    return None
+  return search_move(cg, st) if is_blind_fetch(plan) else plan[0]

@@ -27,169 +27,247 @@ import pickle
 import zlib
 from typing import Any, Iterable, Mapping
 
-from rla_jax.envs.coding.tasks import Task, TaskFormatError, cap_tests, difficulty_from_label
+from rla_jax.envs.coding.tasks import (
+  Task,
+  TaskFormatError,
+  cap_tests,
+  difficulty_from_label,
+)
 
 FORMATS = ("cure", "codecontests", "livecodebench", "livebench")
-DEFAULT_TIME_LIMIT = {"cure": 2.0, "codecontests": 2.0, "livecodebench": 6.0, "livebench": 6.0}
+DEFAULT_TIME_LIMIT = {
+  "cure": 2.0,
+  "codecontests": 2.0,
+  "livecodebench": 6.0,
+  "livebench": 6.0,
+}
 
 
 class DatasetFormatError(ValueError):
-    """A dataset row is malformed; the message names file:line and the offending key."""
+  """A dataset row is malformed; the message names file:line and the offending key."""
 
 
 class UnsupportedTaskError(ValueError):
-    """A well-formed row whose tests cannot be run as stdin/stdout programs."""
+  """A well-formed row whose tests cannot be run as stdin/stdout programs."""
 
 
 @dataclasses.dataclass
 class LoadReport:
-    tasks: list[Task]
-    malformed: list[str] = dataclasses.field(default_factory=list)  # "file:line: reason"
-    unsupported: list[str] = dataclasses.field(default_factory=list)
+  tasks: list[Task]
+  malformed: list[str] = dataclasses.field(
+    default_factory=list
+  )  # "file:line: reason"
+  unsupported: list[str] = dataclasses.field(default_factory=list)
 
 
 def _require(row: Mapping, key: str, kind: type | tuple) -> Any:
-    if key not in row:
-        raise DatasetFormatError(f"missing key {key!r}")
-    value = row[key]
-    if not isinstance(value, kind):
-        raise DatasetFormatError(f"key {key!r} must be {getattr(kind, '__name__', kind)}, got {type(value).__name__}")
-    return value
+  if key not in row:
+    raise DatasetFormatError(f"missing key {key!r}")
+  value = row[key]
+  if not isinstance(value, kind):
+    raise DatasetFormatError(
+      f"key {key!r} must be {getattr(kind, '__name__', kind)}, got {type(value).__name__}"
+    )
+  return value
 
 
 def _str_list(row: Mapping, key: str) -> list[str]:
-    values = _require(row, key, list)
-    if not all(isinstance(v, str) for v in values):
-        raise DatasetFormatError(f"key {key!r} must be a list of strings")
-    return values
+  values = _require(row, key, list)
+  if not all(isinstance(v, str) for v in values):
+    raise DatasetFormatError(f"key {key!r} must be a list of strings")
+  return values
 
 
-def _paired(inputs: list[str], outputs: list[str], where: str) -> list[tuple[str, str]]:
-    if len(inputs) != len(outputs):
-        raise DatasetFormatError(f"{where}: {len(inputs)} inputs but {len(outputs)} outputs")
-    return list(zip(inputs, outputs))
+def _paired(
+  inputs: list[str], outputs: list[str], where: str
+) -> list[tuple[str, str]]:
+  if len(inputs) != len(outputs):
+    raise DatasetFormatError(
+      f"{where}: {len(inputs)} inputs but {len(outputs)} outputs"
+    )
+  return list(zip(inputs, outputs))
 
 
 class _StrOnlyUnpickler(pickle.Unpickler):
-    """LiveCodeBench pickles a JSON string: refuse anything that would import or call code."""
+  """LiveCodeBench pickles a JSON string: refuse anything that would import or call code."""
 
-    def find_class(self, module, name):
-        raise DatasetFormatError(f"refusing pickled object {module}.{name} in test cases")
+  def find_class(self, module, name):
+    raise DatasetFormatError(
+      f"refusing pickled object {module}.{name} in test cases"
+    )
 
 
 def decode_lcb_test_cases(value: Any, key: str) -> list[dict]:
-    """LiveCodeBench test cases: a JSON list, or base64(zlib(pickle(JSON string)))."""
-    if isinstance(value, list):
-        cases = value
-    elif isinstance(value, str):
-        try:
-            cases = json.loads(value) if value.strip() else []
-        except ValueError:
-            try:
-                raw = zlib.decompress(base64.b64decode(value, validate=True))
-                cases = json.loads(_StrOnlyUnpickler(io.BytesIO(raw)).load())
-            except (ValueError, zlib.error, pickle.UnpicklingError, TypeError, EOFError) as e:
-                raise DatasetFormatError(f"key {key!r}: not JSON nor base64/zlib/pickle test cases ({e})")
-    else:
-        raise DatasetFormatError(f"key {key!r} must be a list or an encoded string, got {type(value).__name__}")
-    if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
-        raise DatasetFormatError(f"key {key!r} must decode to a list of objects")
-    for c in cases:
-        if not isinstance(c.get("input"), str) or not isinstance(c.get("output"), str):
-            raise DatasetFormatError(f"key {key!r}: every case needs string 'input' and 'output'")
-    return cases
+  """LiveCodeBench test cases: a JSON list, or base64(zlib(pickle(JSON string)))."""
+  if isinstance(value, list):
+    cases = value
+  elif isinstance(value, str):
+    try:
+      cases = json.loads(value) if value.strip() else []
+    except ValueError:
+      try:
+        raw = zlib.decompress(base64.b64decode(value, validate=True))
+        cases = json.loads(_StrOnlyUnpickler(io.BytesIO(raw)).load())
+      except (
+        ValueError,
+        zlib.error,
+        pickle.UnpicklingError,
+        TypeError,
+        EOFError,
+      ) as e:
+        raise DatasetFormatError(
+          f"key {key!r}: not JSON nor base64/zlib/pickle test cases ({e})"
+        )
+  else:
+    raise DatasetFormatError(
+      f"key {key!r} must be a list or an encoded string, got {type(value).__name__}"
+    )
+  if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
+    raise DatasetFormatError(f"key {key!r} must decode to a list of objects")
+  for c in cases:
+    if not isinstance(c.get("input"), str) or not isinstance(
+      c.get("output"), str
+    ):
+      raise DatasetFormatError(
+        f"key {key!r}: every case needs string 'input' and 'output'"
+      )
+  return cases
 
 
 def _lcb_tests(row: Mapping) -> list[tuple[str, str]]:
-    cases = decode_lcb_test_cases(row.get("public_test_cases", []), "public_test_cases")
-    cases += decode_lcb_test_cases(row.get("private_test_cases", []), "private_test_cases")
-    kinds = {c.get("testtype", "stdin") for c in cases}
-    if kinds - {"stdin"}:
-        raise UnsupportedTaskError(f"test types {sorted(kinds)}: only stdin tests are supported")
-    return [(c["input"], c["output"]) for c in cases]
+  cases = decode_lcb_test_cases(
+    row.get("public_test_cases", []), "public_test_cases"
+  )
+  cases += decode_lcb_test_cases(
+    row.get("private_test_cases", []), "private_test_cases"
+  )
+  kinds = {c.get("testtype", "stdin") for c in cases}
+  if kinds - {"stdin"}:
+    raise UnsupportedTaskError(
+      f"test types {sorted(kinds)}: only stdin tests are supported"
+    )
+  return [(c["input"], c["output"]) for c in cases]
 
 
-def row_to_task(row: Any, fmt: str, default_id: str, time_limit_s: float | None = None) -> Task:
-    """One parsed JSON row -> Task (raises DatasetFormatError / UnsupportedTaskError)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown dataset format {fmt!r}; expected one of {FORMATS}")
-    if not isinstance(row, dict):
-        raise DatasetFormatError(f"row must be a JSON object, got {type(row).__name__}")
-    limit, difficulty = DEFAULT_TIME_LIMIT[fmt], 0.0
-    if fmt == "cure":
-        question = _require(row, "question", str)
-        tests = _paired(_str_list(row, "test_input"), _str_list(row, "test_output"), "test_input/test_output")
-        task_id = str(row.get("task_id", row.get("id", default_id)))
-        if "test_time_limit" in row:
-            limit = _require(row, "test_time_limit", (int, float))
-        difficulty = difficulty_from_label(row.get("difficulty"))
-    elif fmt == "codecontests":
-        question = _require(row, "description", str)
-        task_id = str(row.get("name", default_id))
-        tests = []
-        for key in ("public_tests", "private_tests", "generated_tests"):
-            group = row.get(key, {"input": [], "output": []})
-            if not isinstance(group, dict):
-                raise DatasetFormatError(f"key {key!r} must be an object with input/output lists")
-            tests += _paired(_str_list(group, "input"), _str_list(group, "output"), key)
-        tl = row.get("time_limit")
-        if isinstance(tl, dict) and (tl.get("seconds") or tl.get("nanos")):
-            limit = float(tl.get("seconds") or 0) + float(tl.get("nanos") or 0) / 1e9
-        difficulty = difficulty_from_label(row.get("difficulty"))
+def row_to_task(
+  row: Any, fmt: str, default_id: str, time_limit_s: float | None = None
+) -> Task:
+  """One parsed JSON row -> Task (raises DatasetFormatError / UnsupportedTaskError)."""
+  if fmt not in FORMATS:
+    raise ValueError(
+      f"unknown dataset format {fmt!r}; expected one of {FORMATS}"
+    )
+  if not isinstance(row, dict):
+    raise DatasetFormatError(
+      f"row must be a JSON object, got {type(row).__name__}"
+    )
+  limit, difficulty = DEFAULT_TIME_LIMIT[fmt], 0.0
+  if fmt == "cure":
+    question = _require(row, "question", str)
+    tests = _paired(
+      _str_list(row, "test_input"),
+      _str_list(row, "test_output"),
+      "test_input/test_output",
+    )
+    task_id = str(row.get("task_id", row.get("id", default_id)))
+    if "test_time_limit" in row:
+      limit = _require(row, "test_time_limit", (int, float))
+    difficulty = difficulty_from_label(row.get("difficulty"))
+  elif fmt == "codecontests":
+    question = _require(row, "description", str)
+    task_id = str(row.get("name", default_id))
+    tests = []
+    for key in ("public_tests", "private_tests", "generated_tests"):
+      group = row.get(key, {"input": [], "output": []})
+      if not isinstance(group, dict):
+        raise DatasetFormatError(
+          f"key {key!r} must be an object with input/output lists"
+        )
+      tests += _paired(
+        _str_list(group, "input"), _str_list(group, "output"), key
+      )
+    tl = row.get("time_limit")
+    if isinstance(tl, dict) and (tl.get("seconds") or tl.get("nanos")):
+      limit = float(tl.get("seconds") or 0) + float(tl.get("nanos") or 0) / 1e9
+    difficulty = difficulty_from_label(row.get("difficulty"))
+  else:
+    task_id = str(_require(row, "question_id", (str, int)))
+    if fmt == "livecodebench":
+      question = _require(row, "question_content", str)
     else:
-        task_id = str(_require(row, "question_id", (str, int)))
-        if fmt == "livecodebench":
-            question = _require(row, "question_content", str)
-        else:
-            original = row.get("original_json") if isinstance(row.get("original_json"), dict) else {}
-            question = original.get("question_content") or (row.get("turns") or [None])[0]
-            if not isinstance(question, str):
-                raise DatasetFormatError("needs original_json.question_content or a string turns[0]")
-        tests = _lcb_tests(row)
-        difficulty = difficulty_from_label(row.get("difficulty", (row.get("original_json") or {}).get("difficulty")))
-    if not tests:
-        raise DatasetFormatError("row has no tests")
-    if time_limit_s is not None:
-        limit = time_limit_s
-    try:
-        return Task(task_id=task_id, question=question, tests=cap_tests(tests), time_limit_s=limit,
-                    difficulty=difficulty)
-    except TaskFormatError as e:
-        raise DatasetFormatError(str(e)) from None
+      original = (
+        row.get("original_json")
+        if isinstance(row.get("original_json"), dict)
+        else {}
+      )
+      question = (
+        original.get("question_content") or (row.get("turns") or [None])[0]
+      )
+      if not isinstance(question, str):
+        raise DatasetFormatError(
+          "needs original_json.question_content or a string turns[0]"
+        )
+    tests = _lcb_tests(row)
+    difficulty = difficulty_from_label(
+      row.get("difficulty", (row.get("original_json") or {}).get("difficulty"))
+    )
+  if not tests:
+    raise DatasetFormatError("row has no tests")
+  if time_limit_s is not None:
+    limit = time_limit_s
+  try:
+    return Task(
+      task_id=task_id,
+      question=question,
+      tests=cap_tests(tests),
+      time_limit_s=limit,
+      difficulty=difficulty,
+    )
+  except TaskFormatError as e:
+    raise DatasetFormatError(str(e)) from None
 
 
 def _iter_lines(path: str) -> Iterable[tuple[int, str]]:
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if line.strip():
-                yield line_no, line
+  with open(path, encoding="utf-8") as f:
+    for line_no, line in enumerate(f, start=1):
+      if line.strip():
+        yield line_no, line
 
 
-def load_jsonl_tasks(path: str, fmt: str, *, skip_malformed: bool = False,
-                     time_limit_s: float | None = None) -> LoadReport:
-    """Read one JSONL file of ``fmt`` rows into Tasks (tests capped at 8; ids must be unique)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown dataset format {fmt!r}; expected one of {FORMATS}")
-    report = LoadReport(tasks=[])
-    seen: set[str] = set()
-    for line_no, line in _iter_lines(path):
-        where = f"{path}:{line_no}"
-        try:
-            try:
-                row = json.loads(line)
-            except ValueError as e:
-                raise DatasetFormatError(f"invalid JSON ({e})") from None
-            task = row_to_task(row, fmt, default_id=f"{fmt}-{line_no}", time_limit_s=time_limit_s)
-            if task.task_id in seen:
-                raise DatasetFormatError(f"duplicate task id {task.task_id!r}")
-        except UnsupportedTaskError as e:
-            report.unsupported.append(f"{where}: {e}")
-            continue
-        except DatasetFormatError as e:
-            if not skip_malformed:
-                raise DatasetFormatError(f"{where}: {e}") from None
-            report.malformed.append(f"{where}: {e}")
-            continue
-        seen.add(task.task_id)
-        report.tasks.append(task)
-    return report
+def load_jsonl_tasks(
+  path: str,
+  fmt: str,
+  *,
+  skip_malformed: bool = False,
+  time_limit_s: float | None = None,
+) -> LoadReport:
+  """Read one JSONL file of ``fmt`` rows into Tasks (tests capped at 8; ids must be unique)."""
+  if fmt not in FORMATS:
+    raise ValueError(
+      f"unknown dataset format {fmt!r}; expected one of {FORMATS}"
+    )
+  report = LoadReport(tasks=[])
+  seen: set[str] = set()
+  for line_no, line in _iter_lines(path):
+    where = f"{path}:{line_no}"
+    try:
+      try:
+        row = json.loads(line)
+      except ValueError as e:
+        raise DatasetFormatError(f"invalid JSON ({e})") from None
+      task = row_to_task(
+        row, fmt, default_id=f"{fmt}-{line_no}", time_limit_s=time_limit_s
+      )
+      if task.task_id in seen:
+        raise DatasetFormatError(f"duplicate task id {task.task_id!r}")
+    except UnsupportedTaskError as e:
+      report.unsupported.append(f"{where}: {e}")
+      continue
+    except DatasetFormatError as e:
+      if not skip_malformed:
+        raise DatasetFormatError(f"{where}: {e}") from None
+      report.malformed.append(f"{where}: {e}")
+      continue
+    seen.add(task.task_id)
+    report.tasks.append(task)
+  return report

@@ -1,5 +1,7 @@
 """TFDS builder package for local coding-task JSONL files (see rla_coding_tasks_dataset_builder)."""
 
-from rla_jax.envs.coding.tfds_builder.rla_coding_tasks.rla_coding_tasks_dataset_builder import Builder
+from rla_jax.envs.coding.tfds_builder.rla_coding_tasks.rla_coding_tasks_dataset_builder import (
+  Builder,
+)
 
 __all__ = ["Builder"]
