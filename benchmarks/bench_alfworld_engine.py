@@ -21,7 +21,7 @@ os.environ.setdefault(
   "ALFWORLD_DATA", tempfile.mkdtemp(prefix="rla_alfworld_bench_")
 )
 
-from rla_jax.envs.alfworld import generate_split, make_env  # noqa: E402
+from rla_jax.envs.alfworld import generate_split, make_env
 
 
 def command_sequences(games, steps: int, seed: int) -> list[list[str]]:

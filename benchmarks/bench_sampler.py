@@ -449,6 +449,7 @@ def main(argv=None):
   torch.set_num_threads(args.threads)
   torch.set_num_interop_threads(1)
   import transformers
+
   import rla_jax
   from rla_jax.models.hf_io import load_qwen
 

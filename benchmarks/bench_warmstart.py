@@ -16,8 +16,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from configs import alfworld  # noqa: E402
-from rla_jax.warmstart import build_warm_start  # noqa: E402
+from configs import alfworld
+from rla_jax.warmstart import build_warm_start
 
 VARIANTS = {
   # what `launch/tpu_run.py --config=alfworld` builds (configs/alfworld.py)

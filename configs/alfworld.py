@@ -208,7 +208,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # the fields the loop sets from warmstart.seed, env.room_size and
   # env.history_steps, so that overriding them there is an unknown key
   # rather than silently replaced.
-  from rla_jax.warmstart.config import resolve_config  # pylint: disable=import-outside-toplevel
+  from rla_jax.warmstart.config import resolve_config
 
   settings = resolve_config(c.warmstart.settings)
   for derived in ("seed", "room_size", "history_steps"):

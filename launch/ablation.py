@@ -22,10 +22,10 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO not in sys.path:
   sys.path.insert(0, _REPO)
 
-from absl import app, flags  # noqa: E402
-from ml_collections import config_flags  # noqa: E402
+from absl import app, flags
+from ml_collections import config_flags
 
-from launch.cli import enable_compilation_cache, log, resolve_config_arg  # noqa: E402
+from launch.cli import enable_compilation_cache, log, resolve_config_arg
 
 STAGES = {
   "Policy": {
@@ -70,11 +70,11 @@ def main(argv):
   del argv
   from rla_jax.metrics import (
     MetricsWriter,
-    last_values,  # pylint: disable=import-outside-toplevel
+    last_values,
     plot_ablation_curves,
     write_ablation_table,
   )
-  from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
+  from rla_jax.rl.loops import make_loop
 
   enable_compilation_cache()
   base = _CONFIG.value

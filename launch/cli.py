@@ -39,7 +39,7 @@ def resolve_config_arg(argv: list[str]) -> list[str]:
 
 def enable_compilation_cache() -> None:
   """Persistent XLA cache: restarts and resumed runs skip recompiling."""
-  import jax  # pylint: disable=import-outside-toplevel
+  import jax
 
   path = os.environ.get(
     "RLA_JAX_XLA_CACHE",

@@ -201,7 +201,7 @@ def fake_mesh(data: int, fsdp: int, tensor: int):
 
 
 # ------------------------------------------------------------ parameters
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def abstract_params(cfg: QwenConfig) -> tuple:
   """((path, shape, logical_axes), ...) from nnx.eval_shape (no allocation)."""
   model = nnx.eval_shape(lambda: Qwen(cfg, rngs=nnx.Rngs(0)))

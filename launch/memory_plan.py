@@ -23,17 +23,16 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO not in sys.path:
   sys.path.insert(0, _REPO)
 
-from launch.memory_model import (  # noqa: E402
+from launch.memory_model import (
   ACCELERATORS,
-  BF16,
   DECODE_BW_UTIL,
   F32,
-  GiB,
   PRESETS,
-  TRAIN_MFU,
   SMALL,
+  TRAIN_MFU,
   USABLE_HBM_FRACTION,
   Accelerator,
+  GiB,
   Workload,
   fake_mesh,
   param_count,
@@ -44,9 +43,8 @@ from launch.memory_model import (  # noqa: E402
   train_activation_bytes,
   train_phase_bytes,
 )
-from rla_jax import sharding as shd  # noqa: E402
-from rla_jax.models.config import QwenConfig  # noqa: E402
-
+from rla_jax import sharding as shd
+from rla_jax.models.config import QwenConfig
 
 # ------------------------------------------------------------------ plan
 TENSOR_SIZES = (1, 2, 4, 8)

@@ -63,23 +63,24 @@ if ARGS.devices > 0:
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, _REPO)
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import optax  # noqa: E402
-from flax import nnx  # noqa: E402
-from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
-from launch import memory_model as mm  # noqa: E402
-from rla_jax import sharding as shd  # noqa: E402
+from launch import memory_model as mm
+from rla_jax import sharding as shd
+from rla_jax.models import unrolled
 from rla_jax.models.kv_cache import (
   cache_logical_axes,
-  init_cache,  # noqa
+  init_cache,
   is_axes,
 )
-from rla_jax.models import unrolled  # noqa: E402
-from rla_jax.models.logprobs import sequence_logprobs  # noqa: E402
-from rla_jax.models.qwen import Qwen  # noqa: E402
-from rla_jax.sampling import sampler  # noqa: E402
+from rla_jax.models.logprobs import sequence_logprobs
+from rla_jax.models.qwen import Qwen
+from rla_jax.sampling import sampler
 
 SMALL = mm.SMALL
 

@@ -20,12 +20,12 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO not in sys.path:
   sys.path.insert(0, _REPO)
 
-from absl import app, flags, logging  # noqa: E402
-from ml_collections import config_flags  # noqa: E402
+from absl import app, flags, logging
+from ml_collections import config_flags
 
 from launch.cli import (
   SETUP_ERRORS,
-  enable_compilation_cache,  # noqa: E402
+  enable_compilation_cache,
   fail,
   log,
   resolve_config_arg,
@@ -54,7 +54,7 @@ def main(argv):
     _REPO, "runs", f"{config.name}-{config.preset}"
   )
   enable_compilation_cache()
-  from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
+  from rla_jax.rl.loops import make_loop
 
   log(f"rla_jax: config {config.name}:{config.preset}, workdir {workdir}")
   try:
@@ -76,7 +76,7 @@ def _parse_flags(argv: list[str]) -> list[str]:
   """Parses flags; a bad config file, preset or override is one message."""
   try:
     rest = flags.FLAGS(argv)
-    _CONFIG.value  # pylint: disable=pointless-statement
+    _CONFIG.value
     return rest
   except flags.Error as e:
     fail(e.__cause__ or e, key_error_prefix="unknown config key ")

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import pickle
 import zlib
-from typing import Any, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 import jax
 import numpy as np

@@ -15,12 +15,13 @@ from __future__ import annotations
 import logging
 import math
 import os
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import numpy as np
 from flax import nnx
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 MESH_AXES = ("data", "fsdp", "tensor")
 
@@ -130,7 +131,7 @@ def shard_module(module: nnx.Module, mesh: Mesh, rules: Rules) -> nnx.Module:
   Goes through `distributed.place`, so a process-local module can be moved
   onto a mesh that spans processes.
   """
-  from rla_jax.distributed import place  # pylint: disable=import-outside-toplevel
+  from rla_jax.distributed import place
 
   graphdef, state = nnx.split(module)
   shardings = state_shardings(state, mesh, rules)

@@ -20,7 +20,7 @@ class TokenizerError(ValueError):
 
 def load_tokenizer(path: str):
   """Loads a tokenizer from a local directory with transformers."""
-  from transformers import AutoTokenizer  # pylint: disable=import-outside-toplevel
+  from transformers import AutoTokenizer
 
   if not os.path.isdir(path):
     raise TokenizerError(f"{path}: tokenizer directory not found")

@@ -12,7 +12,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-import pytest  # noqa: E402
+import pytest
 
 
 def build_hf_checkpoint(
@@ -30,9 +30,10 @@ def build_hf_checkpoint(
   v4_config: bool = False,
 ) -> str:
   """Saves a random HF Qwen2/Qwen3 model with non-trivial norms/biases."""
-  import json  # pylint: disable=import-outside-toplevel
-  import torch  # pylint: disable=import-outside-toplevel
-  import transformers  # pylint: disable=import-outside-toplevel
+  import json
+
+  import torch
+  import transformers
 
   common = dict(
     vocab_size=vocab,
@@ -71,9 +72,9 @@ def build_hf_checkpoint(
 
 def hf_logits(path: str, tokens, mask):
   """transformers' logits for a left-padded batch (explicit positions)."""
-  import numpy as np  # pylint: disable=import-outside-toplevel
-  import torch  # pylint: disable=import-outside-toplevel
-  import transformers  # pylint: disable=import-outside-toplevel
+  import numpy as np
+  import torch
+  import transformers
 
   model = transformers.AutoModelForCausalLM.from_pretrained(
     path, dtype=torch.float32

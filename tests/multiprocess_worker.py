@@ -27,8 +27,8 @@ import time
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, _REPO)
 
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import numpy as np
 
 
 def _init_distributed() -> None:
@@ -44,7 +44,7 @@ def _init_distributed() -> None:
 
 
 def _learner_model():
-  from rla_jax.models import QwenConfig  # pylint: disable=import-outside-toplevel
+  from rla_jax.models import QwenConfig
 
   return QwenConfig(
     "qwen3",
@@ -59,8 +59,9 @@ def _learner_model():
 
 
 def _flat_params(state, prefix: str) -> dict[str, np.ndarray]:
-  from flax import nnx  # pylint: disable=import-outside-toplevel
-  from rla_jax import distributed  # pylint: disable=import-outside-toplevel
+  from flax import nnx
+
+  from rla_jax import distributed
 
   out = {}
   for path, value in nnx.to_flat_state(state):
@@ -72,11 +73,12 @@ def _flat_params(state, prefix: str) -> dict[str, np.ndarray]:
 def learner_updates() -> dict[str, np.ndarray]:
   """Three optimizer steps on fixed, seeded samples (really moves weights),
   then a sampled batch from the trained parameters."""
-  from flax import nnx  # pylint: disable=import-outside-toplevel
-  from rla_jax import sharding as shd  # pylint: disable=import-outside-toplevel
-  from rla_jax.models import Qwen  # pylint: disable=import-outside-toplevel
-  from rla_jax.rl.trainer import Learner, OptimConfig, Sample  # pylint: disable=import-outside-toplevel
-  from rla_jax.sampling.sampler import Sampler  # pylint: disable=import-outside-toplevel
+  from flax import nnx
+
+  from rla_jax import sharding as shd
+  from rla_jax.models import Qwen
+  from rla_jax.rl.trainer import Learner, OptimConfig, Sample
+  from rla_jax.sampling.sampler import Sampler
 
   rng = np.random.RandomState(0)
   samples = []
@@ -131,7 +133,7 @@ def _record_rollouts() -> dict:
   episodes (tokens, log-probs, actions), the judge scores and the batch size
   of every environment this process created.
   """
-  from rla_jax.rl import alfworld_loop, alfworld_rollout  # pylint: disable=import-outside-toplevel
+  from rla_jax.rl import alfworld_loop, alfworld_rollout
 
   rec = {
     "env_batch_sizes": [],
@@ -172,8 +174,8 @@ def _record_rollouts() -> dict:
 
 def closed_loop(models: str, workdir: str) -> dict[str, np.ndarray]:
   """Two RL steps of the ALFWorld loop; parameters and metrics history."""
-  from configs import alfworld  # pylint: disable=import-outside-toplevel
-  from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
+  from configs import alfworld
+  from rla_jax.rl.loops import make_loop
 
   c = alfworld.get_config("smoke")
   c.model.update(

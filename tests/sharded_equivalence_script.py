@@ -11,13 +11,13 @@ import sys
 
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
-from rla_jax import sharding as shd  # noqa: E402
-from rla_jax.models import load_qwen  # noqa: E402
-from rla_jax.sampling.sampler import Sampler  # noqa: E402
+from rla_jax import sharding as shd
+from rla_jax.models import load_qwen
+from rla_jax.sampling.sampler import Sampler
 
 
 def main(model_dir):

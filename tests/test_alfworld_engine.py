@@ -11,10 +11,10 @@ os.environ.setdefault(
   "ALFWORLD_DATA", tempfile.mkdtemp(prefix="rla_alfworld_test_")
 )
 
-from rla_jax.envs.alfworld import Game, load_game, make_env, write_game  # noqa: E402
-from rla_jax.envs.alfworld.engine import CompiledGame  # noqa: E402
-from rla_jax.envs.alfworld.generator import assemble_game  # noqa: E402
-from rla_jax.envs.alfworld.text import demangle_names, display_list  # noqa: E402
+from rla_jax.envs.alfworld import Game, load_game, make_env, write_game
+from rla_jax.envs.alfworld.engine import CompiledGame
+from rla_jax.envs.alfworld.generator import assemble_game
+from rla_jax.envs.alfworld.text import demangle_names, display_list
 
 RECS = [
   ("Cabinet_bar_01", "Cabinet"),

@@ -15,9 +15,9 @@ os.environ.setdefault(
   "ALFWORLD_DATA", tempfile.mkdtemp(prefix="rla_alfworld_test_")
 )
 
-from rla_jax.envs.alfworld import expert_plan, generate_split, make_env  # noqa: E402
-from rla_jax.envs.alfworld.generator import split_scenes  # noqa: E402
-from rla_jax.envs.alfworld.types_tables import SPLIT_QUOTAS, TASK_TYPE_NAMES  # noqa: E402
+from rla_jax.envs.alfworld import expert_plan, generate_split, make_env
+from rla_jax.envs.alfworld.generator import split_scenes
+from rla_jax.envs.alfworld.types_tables import SPLIT_QUOTAS, TASK_TYPE_NAMES
 
 _GEN = (
   "from rla_jax.envs.alfworld import generate_split; import sys\n"

@@ -23,8 +23,8 @@ from rla_jax.envs.alfworld import (
   make_env,
   next_action,
   perturb_game,
-)  # noqa: E402
-from rla_jax.envs.alfworld.types_tables import TASK_TYPE_NAMES  # noqa: E402
+)
+from rla_jax.envs.alfworld.types_tables import TASK_TYPE_NAMES
 
 INVALID = [
   "jump",

@@ -118,8 +118,8 @@ def test_judge_reference_is_the_base_policys_without_eval_at_start(
   """The judge's reference trajectories are the base policy's OOD episodes,
   whether an evaluation runs before training or not (the ablation's later
   stages skip it), so RM accuracies of different stages are paired."""
-  from configs import alfworld  # pylint: disable=import-outside-toplevel
-  from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
+  from configs import alfworld
+  from rla_jax.rl.loops import make_loop
 
   monkeypatch.setenv("RLA_JAX_CACHE", env["RLA_JAX_CACHE"])
   with_eval = make_loop(
@@ -130,10 +130,10 @@ def test_judge_reference_is_the_base_policys_without_eval_at_start(
   c.eval.at_start = False
   without = make_loop(c, str(tmp_path / "b"), log=lambda msg: None)
   timings = {}
-  without._ensure_rm_reference(timings)  # pylint: disable=protected-access
+  without._ensure_rm_reference(timings)
   assert timings["judge_reference"] > 0  # its wall time is reported
   again = {}
-  without._ensure_rm_reference(again)  # pylint: disable=protected-access
+  without._ensure_rm_reference(again)
   assert again == {}  # kept: not rolled out twice
   a, b = with_eval.rm_reference, without.rm_reference
   assert len(a) == len(b) == c.eval.num_rm_episodes
@@ -147,15 +147,15 @@ def test_evaluation_plays_several_rollouts_per_game(env, tmp_path, monkeypatch):
   of game g is episode r * G + g), success is the mean over all 2G runs, the
   judge's reference keeps one rollout per game, and a bad count is refused
   before any work."""
-  from configs import alfworld  # pylint: disable=import-outside-toplevel
-  from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
+  from configs import alfworld
+  from rla_jax.rl.loops import make_loop
 
   monkeypatch.setenv("RLA_JAX_CACHE", env["RLA_JAX_CACHE"])
   c = alfworld.get_config("smoke")
   c.eval.rollouts_per_game = 2
   loop = make_loop(c, str(tmp_path / "k2"), log=lambda msg: None)
   played = []
-  rollouts = loop._rollouts  # pylint: disable=protected-access
+  rollouts = loop._rollouts
 
   def spy(games, ids, *args, **kwargs):
     eps = rollouts(games, ids, *args, **kwargs)
@@ -185,8 +185,8 @@ def test_env_task_types_restrict_train_slots_and_eval_games(
 ):
   """env.task_types = one type: every training slot and evaluation game is
   of that type; an unknown name is refused before any work, naming the key."""
-  from configs import alfworld  # pylint: disable=import-outside-toplevel
-  from rla_jax.rl.loops import make_loop  # pylint: disable=import-outside-toplevel
+  from configs import alfworld
+  from rla_jax.rl.loops import make_loop
 
   monkeypatch.setenv("RLA_JAX_CACHE", env["RLA_JAX_CACHE"])
   c = alfworld.get_config("smoke")

@@ -11,8 +11,8 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from launch import memory_model as mm  # noqa: E402
-from rla_jax import sharding as shd  # noqa: E402
+from launch import memory_model as mm
+from rla_jax import sharding as shd
 
 QWEN25_7B = mm.PRESETS["qwen2.5-7b-instruct"]
 

@@ -6,8 +6,8 @@ import os
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
 from conftest import build_hf_checkpoint, hf_logits
+
 from rla_jax.models import (
   CheckpointError,
   ConfigError,

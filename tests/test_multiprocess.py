@@ -53,11 +53,12 @@ def test_single_process_helpers_are_plain_calls():
 def _build_models(out: str) -> None:
   """Tiny random-init policy and reward Qwen3 models + a small BPE trained
   on real ALFWorld prompts (short prompts keep the test fast)."""
-  from flax import nnx  # pylint: disable=import-outside-toplevel
-  from rla_jax.envs.alfworld import generate_split, make_env  # pylint: disable=import-outside-toplevel
-  from rla_jax.models import Qwen, QwenConfig, save_qwen  # pylint: disable=import-outside-toplevel
-  from rla_jax.rl import agent_text  # pylint: disable=import-outside-toplevel
-  from rla_jax.warmstart.bpe_tokenizer import train_bpe_tokenizer  # pylint: disable=import-outside-toplevel
+  from flax import nnx
+
+  from rla_jax.envs.alfworld import generate_split, make_env
+  from rla_jax.models import Qwen, QwenConfig, save_qwen
+  from rla_jax.rl import agent_text
+  from rla_jax.warmstart.bpe_tokenizer import train_bpe_tokenizer
 
   games = generate_split("train", 40, 0, room_size="small")
   obs, infos = make_env("native", len(games)).reset(games)
@@ -203,11 +204,12 @@ def test_two_processes_agree_with_each_other_and_with_one_process(runs):
 @pytest.mark.slow
 def test_learner_updates_really_moved_parameters(runs):
   """Guards the comparison above against a no-op update."""
-  from flax import nnx  # pylint: disable=import-outside-toplevel
-  from rla_jax.models import Qwen  # pylint: disable=import-outside-toplevel
+  from flax import nnx
+
+  from rla_jax.models import Qwen
 
   sys.path.insert(0, os.path.dirname(_WORKER))
-  from multiprocess_worker import _learner_model  # pylint: disable=import-outside-toplevel
+  from multiprocess_worker import _learner_model
 
   init = {
     "learner/" + "/".join(map(str, path)): np.asarray(v.get_value())

@@ -130,7 +130,7 @@ def test_no_recompilation_once_buckets_are_warm(model):
   make = lambda n, b: [
     list(map(int, rng.randint(3, 211, size=rng.randint(1, n + 1))))
     for _ in range(b)
-  ]  # noqa: E731
+  ]
   for n in (16, 32, 64):  # warm every (prompt bucket, batch bucket)
     for b in (4, 8):
       sampler.generate(make(n, b), greedy=True)

@@ -11,9 +11,9 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import build_hf_checkpoint
 from jax.sharding import PartitionSpec as P
 
-from conftest import build_hf_checkpoint
 from rla_jax import sharding as shd
 
 

@@ -5,11 +5,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
 from conftest import build_hf_checkpoint
+
 from rla_jax.compile_counter import CompileCounter
-from rla_jax.models import init_cache, load_qwen
-from rla_jax.models import unrolled
+from rla_jax.models import init_cache, load_qwen, unrolled
 from rla_jax.sampling.sampler import Sampler
 from rla_jax.sampling.token_selection import first_argmax
 
@@ -84,8 +83,7 @@ def test_session_turns_compile_nothing_after_warm_up(tiny_qwen3_dir):
   )
   rng = np.random.RandomState(4)
   turn = lambda n: [
-    list(map(int, rng.randint(3, 300, size=n)))  # noqa: E731
-    for _ in range(2)
+    list(map(int, rng.randint(3, 300, size=n))) for _ in range(2)
   ]
   warm = sampler.session(batch_size=2, num_slots=128)
   for n in (5, 13):  # one turn per chunk bucket

@@ -11,8 +11,12 @@ import pytest
 from rla_jax.envs.alfworld import generate_split, label_progress, next_action
 from rla_jax.rl import agent_text
 from rla_jax.rl.parsing import parse_action_index
-from rla_jax.warmstart import build_warm_start, default_warmstart_config
-from rla_jax.warmstart import demos, drills
+from rla_jax.warmstart import (
+  build_warm_start,
+  default_warmstart_config,
+  demos,
+  drills,
+)
 from rla_jax.warmstart.config import resolve_config
 
 TINY = {
@@ -51,7 +55,7 @@ def built(tmp_path_factory):
 
 
 def test_tokenizer_loads_round_trips_and_renders_chatml(built):
-  from transformers import AutoTokenizer  # pylint: disable=import-outside-toplevel
+  from transformers import AutoTokenizer
 
   _, result, _ = built
   tok = AutoTokenizer.from_pretrained(
@@ -79,10 +83,11 @@ def test_tokenizer_loads_round_trips_and_renders_chatml(built):
 
 
 def test_checkpoints_load_in_rla_jax_and_transformers(built):
-  import torch  # pylint: disable=import-outside-toplevel
-  from transformers import AutoModelForCausalLM  # pylint: disable=import-outside-toplevel
-  from rla_jax.models import load_qwen  # pylint: disable=import-outside-toplevel
-  from rla_jax.tokenizer import load_tokenizer  # pylint: disable=import-outside-toplevel
+  import torch
+  from transformers import AutoModelForCausalLM
+
+  from rla_jax.models import load_qwen
+  from rla_jax.tokenizer import load_tokenizer
 
   _, result, _ = built
   tok = load_tokenizer(result["policy_dir"])  # saved alongside the weights
@@ -216,7 +221,7 @@ def test_balance_and_corrupt_balances_labels_and_flips_targets():
 
 
 def test_answer_weights_sit_on_the_decisions(built):
-  from rla_jax.tokenizer import load_tokenizer  # pylint: disable=import-outside-toplevel
+  from rla_jax.tokenizer import load_tokenizer
 
   tok = load_tokenizer(built[1]["tokenizer_dir"])
   answer = agent_text.policy_response_text("look", 12)
@@ -251,7 +256,7 @@ def test_command_index_format_writes_the_command_then_looks_up_its_index(built):
   """ "command_index": the decision weight sits on the written command and the
   boxed index; its drills answer with a random candidate's command and the
   index of that candidate (the reverse lookup)."""
-  from rla_jax.tokenizer import load_tokenizer  # pylint: disable=import-outside-toplevel
+  from rla_jax.tokenizer import load_tokenizer
 
   tok = load_tokenizer(built[1]["tokenizer_dir"])
   answer = agent_text.policy_response_text(
@@ -334,11 +339,11 @@ def test_judge_skips_excluded_episodes(built):
   (the loop excludes rejected candidates) and judges every step of the rest."""
   from rla_jax.rl.alfworld_rollout import (
     SamplingParams,
-    judge_episodes,  # pylint: disable=import-outside-toplevel
+    judge_episodes,
     rollout_episodes,
   )
-  from rla_jax.sampling.sampler import Sampler  # pylint: disable=import-outside-toplevel
-  from rla_jax.warmstart import load_warm_start  # pylint: disable=import-outside-toplevel
+  from rla_jax.sampling.sampler import Sampler
+  from rla_jax.warmstart import load_warm_start
 
   tok, policy, reward = load_warm_start(built[1])
   games = generate_split("train", 3, seed=5, room_size="small")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from rla_jax.metrics import keys as K
 from rla_jax.metrics.summary import (
@@ -143,8 +143,8 @@ def plot_ablation_curves(
   histories maps stage -> one history (list of per-step dicts) per seed; curves use the
   steps at which every seed of the stage has a finite value. Returns png_path.
   """
-  from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=import-outside-toplevel
-  from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
+  from matplotlib.backends.backend_agg import FigureCanvasAgg
+  from matplotlib.figure import Figure
 
   if not histories:
     raise ValueError("plot_ablation_curves: histories is empty")

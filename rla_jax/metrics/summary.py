@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from rla_jax.metrics import keys as K
 
@@ -147,8 +147,8 @@ def plot_learning_curves(
   eval keys); a panel without data says so.
   """
   # Figure + Agg canvas directly: no pyplot global state, no display needed.
-  from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=import-outside-toplevel
-  from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
+  from matplotlib.backends.backend_agg import FigureCanvasAgg
+  from matplotlib.figure import Figure
 
   check_history(history, "plot_learning_curves")
   fig = Figure(figsize=(12, 8))

@@ -26,7 +26,8 @@ import numbers
 import os
 import sys
 import time
-from typing import Any, Callable, Mapping, Sequence, TextIO
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TextIO
 
 from rla_jax.metrics.keys import DEFAULT_DISPLAY_KEYS
 
@@ -213,8 +214,8 @@ class MetricsWriter:
 
   def _write_tensorboard(self, step: int, now: float, values: dict) -> None:
     # Imported lazily: tensorboardX (and its protobuf) is only needed on the primary.
-    from tensorboardX.event_file_writer import EventsWriter  # pylint: disable=import-outside-toplevel
-    from tensorboardX.proto import event_pb2, summary_pb2  # pylint: disable=import-outside-toplevel
+    from tensorboardX.event_file_writer import EventsWriter
+    from tensorboardX.proto import event_pb2, summary_pb2
 
     if self._events is None:
       os.makedirs(self.tensorboard_dir, exist_ok=True)
@@ -309,7 +310,7 @@ class MetricsWriter:
       self._events.close()
       self._events = None
 
-  def __enter__(self) -> "MetricsWriter":
+  def __enter__(self) -> MetricsWriter:
     return self
 
   def __exit__(self, *exc) -> None:

@@ -82,14 +82,14 @@ class QwenConfig:
   def num_groups(self) -> int:
     return self.num_heads // self.num_kv_heads
 
-  def replace(self, **kw) -> "QwenConfig":
+  def replace(self, **kw) -> QwenConfig:
     return dataclasses.replace(self, **kw)
 
   # ---------------------------------------------------------------- HF I/O
   @classmethod
   def from_hf_dict(
     cls, d: dict[str, Any], source: str = "config.json"
-  ) -> "QwenConfig":
+  ) -> QwenConfig:
     """Builds a config from a HF config dict (v4 or v5 keys)."""
     if not isinstance(d, dict):
       raise ConfigError(f"{source}: expected a JSON object, got {type(d)}")
@@ -156,7 +156,7 @@ class QwenConfig:
       raise ConfigError(f"{source}: malformed value: {e}") from None
 
   @classmethod
-  def from_json_file(cls, path: str) -> "QwenConfig":
+  def from_json_file(cls, path: str) -> QwenConfig:
     if not os.path.isfile(path):
       raise ConfigError(f"{path}: config file not found")
     try:

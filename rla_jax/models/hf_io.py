@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

@@ -47,7 +47,6 @@ def unstack(model, dtype=None) -> UnrolledParams:
   cast = (
     (lambda x: x)
     if dtype is None
-    # noqa: E731
     else (
       lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x
     )

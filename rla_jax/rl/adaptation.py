@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -264,7 +264,7 @@ class TaskPool:
     )
 
   @classmethod
-  def from_dict(cls, data: Mapping) -> "TaskPool":
+  def from_dict(cls, data: Mapping) -> TaskPool:
     """Inverse of ``to_dict`` (exact round trip); raises on a malformed snapshot."""
     required = (
       "format_version",

@@ -9,7 +9,7 @@ byte-identical prompts.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rla_jax.rl import prompts
 from rla_jax.tokenizer import render_chat

@@ -68,8 +68,8 @@ class AlfworldLoop(LoopBase):
     c = self.config
     if c.model.policy_dir:
       return super().model_dirs()
-    from rla_jax.warmstart import build_warm_start  # pylint: disable=import-outside-toplevel
-    from rla_jax.warmstart.coding import cache_root  # pylint: disable=import-outside-toplevel
+    from rla_jax.warmstart import build_warm_start
+    from rla_jax.warmstart.coding import cache_root
 
     settings = self._warmstart_settings()
     out_dir = os.path.join(
@@ -109,7 +109,7 @@ class AlfworldLoop(LoopBase):
         f"config eval.rollouts_per_game={k!r} must be an int >= 1"
       )
     if not self.config.model.policy_dir:
-      from rla_jax.warmstart.config import resolve_config  # pylint: disable=import-outside-toplevel
+      from rla_jax.warmstart.config import resolve_config
 
       resolve_config(self._warmstart_settings())  # bad values fail here
 
@@ -189,7 +189,7 @@ class AlfworldLoop(LoopBase):
     }
 
   def load_task_state(self, d: dict) -> None:
-    from rla_jax.envs.alfworld import Game  # pylint: disable=import-outside-toplevel
+    from rla_jax.envs.alfworld import Game
 
     self.pool = TaskPool.from_dict(d["pool"])
     self.registry = {k: Game.from_dict(v) for k, v in d["registry"].items()}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -16,7 +16,6 @@ Per RL step, for every active task and pending candidate:
 
 from __future__ import annotations
 
-import os
 import random
 import time
 
@@ -71,7 +70,7 @@ class CodingLoop(LoopBase):
   def model_dirs(self) -> dict:
     if self.config.model.policy_dir:
       return super().model_dirs()
-    from rla_jax.warmstart.coding import embedded_coding_models  # pylint: disable=import-outside-toplevel
+    from rla_jax.warmstart.coding import embedded_coding_models
 
     return embedded_coding_models(self.config, log=self.log)
 

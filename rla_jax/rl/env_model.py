@@ -16,7 +16,7 @@ Two implementations share one interface, chosen by config:
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

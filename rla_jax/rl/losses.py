@@ -18,7 +18,7 @@ Deliberate deviations from the reference:
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import jax
 import jax.numpy as jnp

@@ -21,7 +21,7 @@ were omitted (the reference always renders everything; default here: everything)
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 EMPTY_ADMISSIBLE_FALLBACK = ("look",)
 

@@ -15,7 +15,7 @@ default here is 1.0).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

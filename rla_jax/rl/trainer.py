@@ -23,14 +23,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from rla_jax import distributed
 from rla_jax import sharding as shd

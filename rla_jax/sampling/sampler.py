@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -45,7 +45,7 @@ from rla_jax.models.kv_cache import (
   is_axes,
 )
 from rla_jax.models.qwen import Qwen
-from rla_jax.sampling.buckets import left_pad, pick_bucket, geometric_buckets
+from rla_jax.sampling.buckets import geometric_buckets, left_pad, pick_bucket
 from rla_jax.sampling.token_selection import select_tokens
 
 
@@ -433,7 +433,7 @@ class Sampler:
     )
     return out
 
-  def session(self, batch_size: int, num_slots: int) -> "Session":
+  def session(self, batch_size: int, num_slots: int) -> Session:
     """A multi-turn session whose rows keep their cache between turns."""
     return Session(self, batch_size, num_slots)
 

@@ -13,7 +13,7 @@ for every string (no normalizer, no prefix space, no clean-up of spaces).
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 ENDOFTEXT = "<|endoftext|>"
 IM_START = "<|im_start|>"
@@ -37,8 +37,8 @@ def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int, out_dir: str):
   of pairs). pad = <|endoftext|>, eos = <|im_end|>. Deterministic for a
   given corpus order.
   """
-  from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # pylint: disable=import-outside-toplevel
-  from transformers import PreTrainedTokenizerFast  # pylint: disable=import-outside-toplevel
+  from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+  from transformers import PreTrainedTokenizerFast
 
   if vocab_size < 300:
     raise ValueError(

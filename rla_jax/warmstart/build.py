@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from flax import nnx
@@ -392,7 +392,7 @@ def build_warm_start(
 
 
 def jax_leaves(model):
-  import jax  # pylint: disable=import-outside-toplevel
+  import jax
 
   return jax.tree.leaves(nnx.state(model, nnx.Param))
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -26,7 +26,6 @@ from rla_jax.envs.alfworld import Game, label_progress, make_env, next_action
 from rla_jax.envs.alfworld.search_expert import search_next_action
 from rla_jax.rl import agent_text
 from rla_jax.rl.prompts import candidate_actions
-
 
 # Demonstrators: (game, actions so far) -> next command or None.
 EXPERTS = {"oracle": next_action, "search": search_next_action}

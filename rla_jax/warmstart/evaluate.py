@@ -11,7 +11,7 @@ judge's score with a reference step label).
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

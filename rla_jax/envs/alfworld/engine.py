@@ -95,7 +95,7 @@ class CompiledGame:
     self.toggle = game.toggle_target.lower()
     self.intro_task = f"Your task is to: {game.task_text}."
 
-  def initial_state(self) -> "WorldState":
+  def initial_state(self) -> WorldState:
     g, n_o = self.game, len(self.obj_ids)
     st = WorldState(
       agent_loc=self.loc_index[g.agent_start.lower()],
@@ -133,7 +133,7 @@ class CompiledGame:
   def sorted_objs(self, objs) -> list[int]:
     return sorted(objs, key=self.obj_rank.__getitem__)
 
-  def examine_receptacle(self, st: "WorldState", r: int) -> str:
+  def examine_receptacle(self, st: WorldState, r: int) -> str:
     name = self.rec_name[r]
     if self.openable[r]:
       if r not in st.opened:
@@ -147,7 +147,7 @@ class CompiledGame:
     )
     return f"On the {name}, you see {display_list(items)}."
 
-  def look(self, st: "WorldState", intro: bool = False) -> str:
+  def look(self, st: WorldState, intro: bool = False) -> str:
     here = self.recs_at_loc[st.agent_loc]
     if here:
       names = display_list([self.rec_name[r] for r in here])
@@ -158,10 +158,10 @@ class CompiledGame:
       f"{display_list(with_article([self.rec_name[r] for r in recs]))}."
     )
 
-  def intro(self, st: "WorldState") -> str:
+  def intro(self, st: WorldState) -> str:
     return f"{INTRO_HEADER}\n\n{self.look(st, intro=True)}\n\n{self.intro_task}"
 
-  def examine_object(self, st: "WorldState", o: int) -> str:
+  def examine_object(self, st: WorldState, o: int) -> str:
     return examine_object_text(
       self.obj_name[o],
       receptacle_object=self.recep_object[o],
@@ -176,7 +176,7 @@ class CompiledGame:
     )
 
   # ------------------------------------------------------------------ actions
-  def actions(self, st: "WorldState") -> dict[str, tuple]:
+  def actions(self, st: WorldState) -> dict[str, tuple]:
     """All applicable grounded actions, keyed by their command text."""
     acts: dict[str, tuple] = {
       "help": ("help",),
@@ -227,10 +227,10 @@ class CompiledGame:
             )
     return acts
 
-  def admissible_commands(self, st: "WorldState") -> list[str]:
+  def admissible_commands(self, st: WorldState) -> list[str]:
     return sorted(self.actions(st))
 
-  def apply(self, st: "WorldState", action: tuple) -> str:
+  def apply(self, st: WorldState, action: tuple) -> str:
     """Apply one grounded action in place; returns its feedback text."""
     kind = action[0]
     if kind == "goto":
@@ -295,7 +295,7 @@ class CompiledGame:
       return HELP_TEXT
     raise ValueError(f"unknown action kind {kind!r}")
 
-  def goal_satisfied(self, st: "WorldState") -> bool:
+  def goal_satisfied(self, st: WorldState) -> bool:
     """The PDDL goal of the game's task type evaluated on ``st``."""
     tt, ot = self.game.task_type, self.obj_type
     if tt == "look_at_obj_in_light":
@@ -324,7 +324,7 @@ class CompiledGame:
         return True
     return False
 
-  def step(self, st: "WorldState", command: str) -> tuple[str, bool]:
+  def step(self, st: WorldState, command: str) -> tuple[str, bool]:
     """Execute ``command`` on ``st`` in place; returns (feedback, executed)."""
     action = self.actions(st).get(command.strip())
     if action is None:
@@ -350,5 +350,5 @@ class WorldState:
   on: set = dataclasses.field(default_factory=set)
   toggled: set = dataclasses.field(default_factory=set)
 
-  def copy(self) -> "WorldState":
+  def copy(self) -> WorldState:
     return copy.deepcopy(self)

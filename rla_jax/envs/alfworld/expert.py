@@ -40,7 +40,7 @@ class _Sim:
   ):
     self.cg, self.loc, self.opened, self.cmds = cg, loc, opened, list(cmds)
 
-  def fork(self) -> "_Sim":
+  def fork(self) -> _Sim:
     return _Sim(self.cg, self.loc, self.opened, tuple(self.cmds))
 
   def goto(self, r: int) -> None:

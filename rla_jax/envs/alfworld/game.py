@@ -125,7 +125,7 @@ class Game:
     return d
 
   @classmethod
-  def from_dict(cls, d: dict[str, Any]) -> "Game":
+  def from_dict(cls, d: dict[str, Any]) -> Game:
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = set(d) - names - {"game_id"}
     if unknown:
@@ -150,7 +150,7 @@ class Game:
       )
     return game
 
-  def replace(self, **changes) -> "Game":
+  def replace(self, **changes) -> Game:
     return dataclasses.replace(self, **changes)
 
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from rla_jax.envs.alfworld.engine import CompiledGame
 from rla_jax.envs.alfworld.expert import verified_plan
 from rla_jax.envs.alfworld.game import Game, goal_sentence
-from rla_jax.envs.alfworld.engine import CompiledGame
 from rla_jax.envs.alfworld.types_tables import (
-  CAN_CONTAIN,
   CLEANABLE,
   COOLABLE,
   DEFAULT_SPLIT_SIZES,

@@ -21,12 +21,11 @@ from rla_jax.envs.alfworld.generator import (
 )
 from rla_jax.envs.alfworld.types_tables import (
   GOAL_TEMPLATES,
-  LAMP_HOLDERS,
   ROOM_OBJECTS,
   TOGGLEABLE,
   TREATMENT,
-  canonical_type,
   can_contain,
+  canonical_type,
 )
 
 DIRECTIONS = ("harder", "easier")

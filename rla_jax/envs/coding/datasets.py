@@ -25,7 +25,8 @@ import io
 import json
 import pickle
 import zlib
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from rla_jax.envs.coding.tasks import (
   Task,

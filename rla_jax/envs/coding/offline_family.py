@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from rla_jax.envs.coding.tasks import DEFAULT_TIME_LIMIT_S, Task
 

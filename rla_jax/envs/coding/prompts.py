@@ -10,7 +10,7 @@ root problem.
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 from rla_jax.envs.coding.tasks import Task
 

@@ -10,7 +10,7 @@ Follows the reference (``reward/llm_rl_reward.py`` of Gen-Verse/Open-AgentRL):
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

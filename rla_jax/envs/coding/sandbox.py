@@ -28,10 +28,10 @@ shared fairly; the non-root user-namespace path was not exercised on the develop
 
 from __future__ import annotations
 
+import ast
 import concurrent.futures
 import dataclasses
 import fcntl
-import ast
 import marshal
 import math
 import os
@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -233,7 +233,7 @@ class SandboxExecutor:
       self._closed = True
       self._pool.shutdown(wait=True, cancel_futures=True)
 
-  def __enter__(self) -> "SandboxExecutor":
+  def __enter__(self) -> SandboxExecutor:
     return self
 
   def __exit__(self, *exc) -> None:

@@ -245,8 +245,8 @@ def _become_uid(uid):
 
 
 def _install_socket_guard():
-  import socket
   import _socket
+  import socket
 
   def _blocked(*args, **kwargs):
     raise PermissionError(1, "network access is disabled in the sandbox")
@@ -304,7 +304,7 @@ def _run_child(cfg, src, fds):
     os.environ["HOME"] = os.environ["TMPDIR"] = cfg["workdir"]
     builtins.exit = builtins.quit = sys.exit
     sys.argv = ["main.py"]
-    sys.stdin = open(0, "r", closefd=False)
+    sys.stdin = open(0, closefd=False)
     sys.stdout = open(1, "w", closefd=False)
     sys.stderr = open(2, "w", closefd=False)
   except (

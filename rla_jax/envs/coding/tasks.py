@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 MAX_TESTS_PER_TASK = 8
 """Tests kept per task, as in the reference (``tests[:8]``)."""
@@ -86,7 +87,7 @@ class Task:
     return d
 
   @classmethod
-  def from_dict(cls, d: Mapping[str, Any]) -> "Task":
+  def from_dict(cls, d: Mapping[str, Any]) -> Task:
     """Inverse of ``to_dict``; unknown keys are an error (they indicate a wrong file)."""
     if not isinstance(d, Mapping):
       raise TaskFormatError(
@@ -105,7 +106,7 @@ class Task:
     return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
 
   @classmethod
-  def from_json(cls, text: str) -> "Task":
+  def from_json(cls, text: str) -> Task:
     return cls.from_dict(json.loads(text))
 
 

@@ -7,7 +7,7 @@ index through ``tfds.data_source`` and decodes each record into a ``Task``.
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import tensorflow_datasets as tfds
 

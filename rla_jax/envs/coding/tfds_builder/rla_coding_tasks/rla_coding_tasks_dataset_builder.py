@@ -8,7 +8,7 @@ Works without TensorFlow: always prepared with ``file_format="array_record"`` an
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import tensorflow_datasets as tfds
