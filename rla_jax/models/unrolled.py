@@ -9,10 +9,10 @@ Prefill and decode run this forward instead:
   * each layer's [B, K, S, H] cache buffer (`KVCache`) is written in place
     (dynamic_update_slice under donation).
 On this project's 2-core CPU a decode step ran 1.35-2.1x faster than
-through the scanned forward (BENCHMARKS.md, "Sampler decode, round 2"; the
-same page records that a B=32 prefill of the hidden-256 model got ~13%
-slower). The cost: compile time grows linearly with depth (sampling
-programs compile once per shape bucket).
+through the scanned forward (docs/benchmark-history.md, "Sampler decode,
+round 2"; the same page records that a B=32 prefill of the hidden-256
+model got ~13% slower). The cost: compile time grows linearly with depth
+(sampling programs compile once per shape bucket).
 
 Parameters are a plain pytree (`UnrolledParams`): {"embed": [V, D],
 "final_norm": [D], "lm_head": [D, V] (untied models only), "layers": L dicts

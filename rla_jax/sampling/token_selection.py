@@ -42,8 +42,9 @@ def first_argmax(x: jax.Array) -> jax.Array:
 
   x: [B, V]. Computed as min{v : x[v] == max(x)}: two plain reductions,
   which XLA:CPU runs ~8x faster than argmax's (value, index) reduction
-  (4.5 vs 0.5 ms at B=32, V=32768; BENCHMARKS.md). For a row containing
-  NaN the index is unspecified but in [0, V).
+  (4.5 vs 0.5 ms at B=32, V=32768; docs/benchmark-history.md, "Sampler
+  decode, round 2"). For a row containing NaN the index is unspecified but
+  in [0, V).
   """
   V = x.shape[-1]
   top = jnp.max(x, axis=-1, keepdims=True)
