@@ -2,9 +2,12 @@
 
 Layout written (the one ``alfworld.agents.environment.AlfredTWEnv`` walks)::
 
-    {data_dir}/json_2.1.1/{split}/{task_type}-{Obj}-None-{Parent}-{scene}/trial_T{game_id}/
-        game.tw-pddl   JSON {pddl_domain, grammar, pddl_problem, solvable, walkthrough}
-        traj_data.json JSON {task_type, pddl_params, scene, ...}
+    {data_dir}/json_2.1.1/{split}/
+      {task_type}-{Obj}-None-{Parent}-{scene}/
+        trial_T{game_id}/
+          game.tw-pddl   JSON {pddl_domain, grammar, pddl_problem, solvable,
+                               walkthrough}
+          traj_data.json JSON {task_type, pddl_params, scene, ...}
 
 The PDDL domain and the text grammar are the ALFRED logic files shipped by the
 ``alfworld`` package (found without importing it, or in

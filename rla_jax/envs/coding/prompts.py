@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from rla_jax.envs.coding.tasks import Task
 
 MAX_PROMPT_TEST_CHARS = 100
-"""Tests whose input+output is longer than this are left out of the proposal prompt (reference)."""
+"""Tests whose input+output is longer than this are left out of the proposal
+prompt (reference)."""
 
 
 def render_policy_prompt(question: str, evaluation: bool = False) -> str:
