@@ -38,11 +38,13 @@ class CompiledGame:
     self.rec_type = [t.lower() for _, t, _ in game.receptacles]
     locs = sorted(
       {game.agent_start.lower()}
-      | {l.lower() for _, _, l in game.receptacles}
+      | {loc.lower() for _, _, loc in game.receptacles}
       | {f[2].lower() for f in game.facts if f[0] == "objectAtLocation"}
     )
-    self.loc_index = {l: i for i, l in enumerate(locs)}
-    self.rec_loc = [self.loc_index[l.lower()] for _, _, l in game.receptacles]
+    self.loc_index = {loc: i for i, loc in enumerate(locs)}
+    self.rec_loc = [
+      self.loc_index[loc.lower()] for _, _, loc in game.receptacles
+    ]
     self.oi = {o: i for i, o in enumerate(self.obj_ids)}
     self.ri = {r: i for i, r in enumerate(self.rec_ids)}
     names = demangle_names(self.obj_ids + self.rec_ids + locs)
@@ -57,10 +59,10 @@ class CompiledGame:
     }
     self.recs_at_loc = [
       sorted(
-        (r for r in range(len(self.rec_ids)) if self.rec_loc[r] == l),
+        (r for r in range(len(self.rec_ids)) if self.rec_loc[r] == loc_idx),
         key=self.rec_ids.__getitem__,
       )
-      for l in range(len(locs))
+      for loc_idx in range(len(locs))
     ]
     self.all_recs_sorted = sorted(
       range(len(self.rec_ids)),

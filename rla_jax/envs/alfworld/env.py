@@ -56,7 +56,10 @@ class BatchedEnv:
 
   @property
   def done(self) -> list[bool]:
-    return [w or s >= self.max_steps for w, s in zip(self._won, self._steps)]
+    return [
+      w or s >= self.max_steps
+      for w, s in zip(self._won, self._steps, strict=True)
+    ]
 
   def reset(self, games: list[Game]) -> tuple[list[str], dict]:
     games = list(games)

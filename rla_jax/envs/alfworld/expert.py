@@ -198,9 +198,9 @@ def _two_plans(cg: CompiledGame, st: WorldState):
 def _look_plans(cg: CompiledGame, st: WorldState):
   targets = _targets(cg)
   lamps = [
-    l
-    for l in range(len(cg.obj_ids))
-    if cg.obj_type[l] == cg.toggle and cg.toggleable[l]
+    lamp
+    for lamp in range(len(cg.obj_ids))
+    if cg.obj_type[lamp] == cg.toggle and cg.toggleable[lamp]
   ]
   for sim0, kept, moved in _hand_options(cg, st, targets):
     fetches = [(sim0, kept)] if kept is not None else []

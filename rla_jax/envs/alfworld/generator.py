@@ -162,9 +162,11 @@ def _task_candidates(
   ]
   if task_type == "look_at_obj_in_light":
     lamps = [
-      l for l in ROOM_LAMPS[room] if any(h in types for h in LAMP_HOLDERS[l])
+      lamp
+      for lamp in ROOM_LAMPS[room]
+      if any(h in types for h in LAMP_HOLDERS[lamp])
     ]
-    return [(o, "", l) for l in lamps for o in objs]
+    return [(o, "", lamp) for lamp in lamps for o in objs]
   appliance, afford = TREATMENT.get(task_type, (None, None))
   if appliance is not None and appliance not in types:
     return []
@@ -267,7 +269,9 @@ def generate_game(
     [toggle]
     if toggle
     else [
-      l for l in ROOM_LAMPS[room] if any(h in rtypes for h in LAMP_HOLDERS[l])
+      lamp
+      for lamp in ROOM_LAMPS[room]
+      if any(h in rtypes for h in LAMP_HOLDERS[lamp])
     ][:1]
   )
   for lamp in lamp_types:
@@ -361,7 +365,7 @@ def split_task_types(
   quotas = np.asarray(
     [
       q if keep is None or t in keep else 0
-      for t, q in zip(TASK_TYPE_NAMES, SPLIT_QUOTAS[split])
+      for t, q in zip(TASK_TYPE_NAMES, SPLIT_QUOTAS[split], strict=True)
     ],
     dtype=np.float64,
   )
@@ -370,7 +374,11 @@ def split_task_types(
   order = sorted(range(len(counts)), key=lambda i: (-(exact[i] - counts[i]), i))
   for i in order[: num_games - int(counts.sum())]:
     counts[i] += 1
-  types = [t for t, c in zip(TASK_TYPE_NAMES, counts) for _ in range(int(c))]
+  types = [
+    t
+    for t, c in zip(TASK_TYPE_NAMES, counts, strict=True)
+    for _ in range(int(c))
+  ]
   perm = np.random.default_rng([seed, _SPLIT_CODE[split], 0x7A5C]).permutation(
     len(types)
   )

@@ -99,7 +99,7 @@ def problem_pddl(game: Game) -> str:
   order)."""
   locs = sorted(
     {game.agent_start}
-    | {l for _, _, l in game.receptacles}
+    | {loc for _, _, loc in game.receptacles}
     | {f[2] for f in game.facts if f[0] == "objectAtLocation"}
   )
   otypes = sorted(
@@ -124,13 +124,15 @@ def problem_pddl(game: Game) -> str:
   lines += [f"{o} - object" for o, _ in game.objects] + [
     f"{r} - receptacle" for r, _, _ in game.receptacles
   ]
-  lines += [f"{l} - location" for l in locs] + [
+  lines += [f"{loc} - location" for loc in locs] + [
     ")",
     "(:init",
     f"(atLocation agent1 {game.agent_start})",
   ]
   lines += [f"(receptacleType {r} {t}Type)" for r, t, _ in game.receptacles]
-  lines += [f"(receptacleAtLocation {r} {l})" for r, _, l in game.receptacles]
+  lines += [
+    f"(receptacleAtLocation {r} {loc})" for r, _, loc in game.receptacles
+  ]
   lines += [f"(objectType {o} {t}Type)" for o, t in game.objects]
   lines += ["(" + " ".join(f) + ")" for f in game.facts]
   lines += [f"(canContain {r}Type {o}Type)" for r, o in game.can_contain]

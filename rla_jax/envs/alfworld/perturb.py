@@ -200,7 +200,10 @@ def _candidates(
       for o in sorted(ROOM_OBJECTS.get(game.room, ()))
       if o not in present_o and o != game.object_target
     ]
-    spots = lambda o: [r for r, t in recs if can_contain(t, o)]
+
+    def spots(o: str) -> list[str]:
+      return [r for r, t in recs if can_contain(t, o)]
+
     pool = [o for o in pool if spots(o)]
     if pool:
       extra = list(places)

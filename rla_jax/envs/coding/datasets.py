@@ -91,7 +91,7 @@ def _paired(
     raise DatasetFormatError(
       f"{where}: {len(inputs)} inputs but {len(outputs)} outputs"
     )
-  return list(zip(inputs, outputs))
+  return list(zip(inputs, outputs, strict=True))
 
 
 class _StrOnlyUnpickler(pickle.Unpickler):
@@ -125,7 +125,7 @@ def decode_lcb_test_cases(value: Any, key: str) -> list[dict]:
       ) as e:
         raise DatasetFormatError(
           f"key {key!r}: not JSON nor base64/zlib/pickle test cases ({e})"
-        )
+        ) from e
   else:
     raise DatasetFormatError(
       f"key {key!r} must be a list or an encoded string, got "

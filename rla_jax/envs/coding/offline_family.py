@@ -57,7 +57,8 @@ def _count_digit_sum_divisible(n: int, k: int) -> int:
 
 def _longest_increasing_run(a: list[int]) -> int:
   best = cur = 1
-  for x, y in zip(a, a[1:]):
+  # Neighbour pairs: a[1:] is one shorter, so zip stops at the last pair.
+  for x, y in zip(a, a[1:], strict=False):
     cur = cur + 1 if y > x else 1
     best = max(best, cur)
   return best

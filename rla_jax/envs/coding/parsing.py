@@ -126,7 +126,7 @@ def task_from_proposal(obj: Any, parent: Task) -> Task | None:
     or not 0 < limit <= 60
   ):
     limit = parent.time_limit_s
-  tests = tuple(zip(inputs, outputs))[:MAX_TESTS_PER_TASK]
+  tests = tuple(zip(inputs, outputs, strict=True))[:MAX_TESTS_PER_TASK]
   digest = hashlib.sha1(
     json.dumps([question, tests], ensure_ascii=False).encode()
   ).hexdigest()[:12]

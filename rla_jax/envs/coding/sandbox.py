@@ -264,7 +264,7 @@ class SandboxExecutor:
       raise ValueError(f"time_limit_s must be in (0, 600], got {time_limit_s}")
     outcomes: list[ExecutionOutcome | None] = [None] * len(pairs)
     by_program: dict[str, list[int]] = {}
-    for idx, (program, stdin) in enumerate(pairs):
+    for idx, (program, _stdin) in enumerate(pairs):
       if program is None:
         outcomes[idx] = ExecutionOutcome(INVALID_PROGRAM)
       else:
@@ -282,7 +282,7 @@ class SandboxExecutor:
         )
         futures.append((part, fut))
     for part, fut in futures:
-      for i, outcome in zip(part, fut.result()):
+      for i, outcome in zip(part, fut.result(), strict=True):
         outcomes[i] = outcome
     return outcomes  # type: ignore[return-value]
 

@@ -112,7 +112,7 @@ def _b(s):
 def _mount(source, target, fstype, flags, data=None):
   if _libc.mount(_b(source), _b(target), _b(fstype), flags, _b(data)) != 0:
     err = ctypes.get_errno()
-    raise OSError(err, "mount %s: %s" % (target, os.strerror(err)))
+    raise OSError(err, f"mount {target}: {os.strerror(err)}")
 
 
 def _unshare(flags):
@@ -156,8 +156,8 @@ def _setup_namespaces(cfg, report):
       _unshare(flags)
       if not is_root:
         _write_file("/proc/self/setgroups", "deny")
-        _write_file("/proc/self/uid_map", "0 %d 1" % uid)
-        _write_file("/proc/self/gid_map", "0 %d 1" % gid)
+        _write_file("/proc/self/uid_map", f"0 {uid} 1")
+        _write_file("/proc/self/gid_map", f"0 {gid} 1")
       report["namespaces"] = "mount+pid+net" + ("" if is_root else "+user")
       report["network"] = "netns"
       return True
@@ -188,7 +188,7 @@ def _setup_filesystem(cfg, report):
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     report["proc"] = "private"
   except OSError as e:
-    report["proc"] = "host (%s)" % e
+    report["proc"] = f"host ({e})"
   # A fresh, size-capped /tmp holds the working directory and a read-only view
   # of the Python library (the dropped uid may not be able to traverse the real
   # prefix, e.g. /root/.pyenv).
@@ -198,7 +198,7 @@ def _setup_filesystem(cfg, report):
     "/tmp",
     "tmpfs",
     MS_NOSUID | MS_NODEV,
-    "size=%d,mode=0755" % cfg["tmpfs_bytes"],
+    f"size={int(cfg['tmpfs_bytes'])},mode=0755",
   )
   os.mkdir("/tmp/work", 0o700)
   os.chown("/tmp/work", uid, uid)
@@ -318,7 +318,7 @@ def _run_child(cfg, src, fds):
   except (
     BaseException
   ) as e:  # setup failure: visible as a sandbox error, not a user error
-    os.write(2, ("sandbox child setup failed: %r\n" % (e,)).encode())
+    os.write(2, f"sandbox child setup failed: {e!r}\n".encode())
     os._exit(121)
   code = 0
   try:
@@ -484,7 +484,9 @@ def main(config_path):
         os.open(o, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
         os.open(e, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
       )
-      for i, o, e in zip(cfg["inputs"], cfg["outputs"], cfg["errors"])
+      for i, o, e in zip(
+        cfg["inputs"], cfg["outputs"], cfg["errors"], strict=True
+      )
     ]
     report = {}
     cfg["report"] = report
@@ -518,7 +520,7 @@ def main(config_path):
   except BaseException as e:
     import traceback
 
-    _write_record(status_fd, {"fatal": "%s\n%s" % (e, traceback.format_exc())})
+    _write_record(status_fd, {"fatal": f"{e}\n{traceback.format_exc()}"})
     os._exit(2)
   os._exit(0)
 

@@ -55,7 +55,7 @@ def record_to_task(record: dict) -> Task:
   """Decode one tfds record (bytes for Text features) into a Task."""
   tests = tuple(
     (_text(i), _text(o))
-    for i, o in zip(record["test_inputs"], record["test_outputs"])
+    for i, o in zip(record["test_inputs"], record["test_outputs"], strict=True)
   )
   return Task(
     task_id=_text(record["task_id"]),
