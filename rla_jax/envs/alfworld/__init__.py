@@ -2,16 +2,23 @@
 
 Public API::
 
-    generate_split(split, num_games=None, seed=0, data_dir=None, room_size="full") -> list[Game]
-    write_game(game, data_dir, split) -> str          # path of the written game.tw-pddl
-    load_game(path, check_solvable=True) -> Game      # generated or real ALFWorld game files
-    make_env(backend, batch_size, max_steps=50) -> BatchedEnv   # backend: "native" | "textworld"
-    Expert / expert_plan(game) / next_action(game, actions) / label_progress(game, actions, action)
-    perturb_game(game, direction, rng) / apply_goal_tokens(game, a, b) / describe_game_for_proposal(game)
+    generate_split(split, num_games=None, seed=0, data_dir=None,
+                   room_size="full") -> list[Game]
+    write_game(game, data_dir, split) -> str
+        # path of the written game.tw-pddl
+    load_game(path, check_solvable=True) -> Game
+        # generated or real ALFWorld game files
+    make_env(backend, batch_size, max_steps=50) -> BatchedEnv
+        # backend: "native" | "textworld"
+    Expert / expert_plan(game) / next_action(game, actions)
+        / label_progress(game, actions, action)
+    perturb_game(game, direction, rng) / apply_goal_tokens(game, a, b)
+        / describe_game_for_proposal(game)
 
-Modules: types_tables (ALFRED tables), game (Game), pddl_io (files), text (surface strings),
-engine (native rules), env / native_env / textworld_backend (batched envs), expert (oracle
-planner, progress labels), generator (rooms, tasks, splits), perturb (adaptation).
+Modules: types_tables (ALFRED tables), game (Game), pddl_io (files), text
+(surface strings), engine (native rules), env / native_env / textworld_backend
+(batched envs), expert (oracle planner, progress labels), generator (rooms,
+tasks, splits), perturb (adaptation).
 """
 
 from rla_jax.envs.alfworld.env import BACKENDS, MAX_STEPS, BatchedEnv, make_env

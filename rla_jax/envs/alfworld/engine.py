@@ -1,11 +1,12 @@
-"""Native ALFWorld engine: the ALFRED PDDL domain (alfworld ``alfred.pddl``) + grammar
-(``alfred.twl2``) semantics re-implemented in plain Python.
+"""Native ALFWorld engine: the ALFRED PDDL domain (alfworld ``alfred.pddl``) +
+grammar (``alfred.twl2``) semantics re-implemented in plain Python.
 
-``CompiledGame`` holds a game's static data (names, types, affordances, canContain), a
-``WorldState`` its dynamic facts. ``admissible_commands`` grounds every applicable action and
-renders it (sorted, de-duplicated, as TextWorld's PddlEnv); ``apply_command`` executes a
-command only if it exactly equals an admissible one (after ``strip()``), else the feedback is
-``Nothing happens.`` and the state is unchanged. ``goal_satisfied`` evaluates the PDDL goal.
+``CompiledGame`` holds a game's static data (names, types, affordances,
+canContain), a ``WorldState`` its dynamic facts. ``admissible_commands`` grounds
+every applicable action and renders it (sorted, de-duplicated, as TextWorld's
+PddlEnv); ``apply_command`` executes a command only if it exactly equals an
+admissible one (after ``strip()``), else the feedback is ``Nothing happens.``
+and the state is unchanged. ``goal_satisfied`` evaluates the PDDL goal.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from rla_jax.envs.alfworld.text import (
 
 
 class CompiledGame:
-  """Static, index-based view of a Game (objects 0..O-1, receptacles 0..R-1, locations 0..L-1)."""
+  """Static, index-based view of a Game (objects 0..O-1, receptacles 0..R-1,
+  locations 0..L-1)."""
 
   def __init__(self, game: Game):
     self.game = game
@@ -36,11 +38,13 @@ class CompiledGame:
     self.rec_type = [t.lower() for _, t, _ in game.receptacles]
     locs = sorted(
       {game.agent_start.lower()}
-      | {l.lower() for _, _, l in game.receptacles}
+      | {loc.lower() for _, _, loc in game.receptacles}
       | {f[2].lower() for f in game.facts if f[0] == "objectAtLocation"}
     )
-    self.loc_index = {l: i for i, l in enumerate(locs)}
-    self.rec_loc = [self.loc_index[l.lower()] for _, _, l in game.receptacles]
+    self.loc_index = {loc: i for i, loc in enumerate(locs)}
+    self.rec_loc = [
+      self.loc_index[loc.lower()] for _, _, loc in game.receptacles
+    ]
     self.oi = {o: i for i, o in enumerate(self.obj_ids)}
     self.ri = {r: i for i, r in enumerate(self.rec_ids)}
     names = demangle_names(self.obj_ids + self.rec_ids + locs)
@@ -55,10 +59,10 @@ class CompiledGame:
     }
     self.recs_at_loc = [
       sorted(
-        (r for r in range(len(self.rec_ids)) if self.rec_loc[r] == l),
+        (r for r in range(len(self.rec_ids)) if self.rec_loc[r] == loc_idx),
         key=self.rec_ids.__getitem__,
       )
-      for l in range(len(locs))
+      for loc_idx in range(len(locs))
     ]
     self.all_recs_sorted = sorted(
       range(len(self.rec_ids)),
@@ -129,7 +133,7 @@ class CompiledGame:
         flag_sets[f[0]].add(self.oi[f[1].lower()])
     return st
 
-  # ------------------------------------------------------------------ text pieces
+  # ---------------------------------------------------------------- text pieces
   def sorted_objs(self, objs) -> list[int]:
     return sorted(objs, key=self.obj_rank.__getitem__)
 
@@ -214,8 +218,9 @@ class CompiledGame:
           acts.setdefault(f"heat {hn} with {rn}", ("heat", h, r))
         if rtype == "fridge" and self.coolable[h]:
           acts.setdefault(f"cool {hn} with {rn}", ("cool", h, r))
-    # Only the held object can be examined: the engine never grounds examineObject's
-    # "object in an open receptacle here" disjunct (checked against TextWorld).
+    # Only the held object can be examined: the engine never grounds
+    # examineObject's "object in an open receptacle here" disjunct (checked
+    # against TextWorld).
     for h in held:
       acts.setdefault(f"examine {self.obj_name[h]}", ("examine_o", h))
       if self.is_knife[h]:
@@ -241,7 +246,10 @@ class CompiledGame:
       )
     if kind == "open":
       st.opened.add(action[1])
-      return f"You open the {self.rec_name[action[1]]}. {self.examine_receptacle(st, action[1])}"
+      return (
+        f"You open the {self.rec_name[action[1]]}. "
+        f"{self.examine_receptacle(st, action[1])}"
+      )
     if kind == "close":
       st.opened.discard(action[1])
       return f"You close the {self.rec_name[action[1]]}."
@@ -280,7 +288,10 @@ class CompiledGame:
       return f"You turn on the {self.obj_name[o]}."
     if kind == "slice":
       st.sliced.add(action[1])
-      return f"You sliced the {self.obj_name[action[1]]} with the {self.obj_name[action[2]]}."
+      return (
+        f"You sliced the {self.obj_name[action[1]]} with the "
+        f"{self.obj_name[action[2]]}."
+      )
     if kind == "examine_r":
       return self.examine_receptacle(st, action[1])
     if kind == "examine_o":
@@ -288,7 +299,10 @@ class CompiledGame:
     if kind == "inventory":
       if not st.held:
         return "You are not carrying anything."
-      return f"You are carrying: {display_list(with_article([self.obj_name[o] for o in st.held]))}."
+      return (
+        "You are carrying: "
+        f"{display_list(with_article([self.obj_name[o] for o in st.held]))}."
+      )
     if kind == "look":
       return self.look(st)
     if kind == "help":

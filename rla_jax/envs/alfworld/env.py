@@ -1,13 +1,16 @@
-"""Batched ALFWorld environment API shared by the native and the TextWorld backends.
+"""Batched ALFWorld environment API shared by the native and the TextWorld
+backends.
 
 ``make_env(backend, batch_size)`` -> :class:`BatchedEnv` with
 
-* ``reset(games) -> (obs, infos)``: ``obs[i]`` is the intro text of ``games[i]``;
-  ``infos = {"admissible_commands": [[str]], "won": [bool], "extra.gamefile": [str]}``.
-* ``step(commands) -> (obs, won, done, infos)``: one command per row. ``done = won or
-  steps >= max_steps`` (50, ALFWorld's episode cap). A row whose episode has ended must get
-  ``None``: a command for it raises ValueError. ``None`` on a live row skips it (its
-  observation and infos are repeated, its step count does not advance).
+* ``reset(games) -> (obs, infos)``: ``obs[i]`` is the intro text of
+  ``games[i]``; ``infos = {"admissible_commands": [[str]], "won": [bool],
+  "extra.gamefile": [str]}``.
+* ``step(commands) -> (obs, won, done, infos)``: one command per row.
+  ``done = won or steps >= max_steps`` (50, ALFWorld's episode cap). A row whose
+  episode has ended must get ``None``: a command for it raises ValueError.
+  ``None`` on a live row skips it (its observation and infos are repeated, its
+  step count does not advance).
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ MAX_STEPS = 50
 
 
 class BatchedEnv:
-  """Base class: per-row bookkeeping; subclasses implement ``_reset_row`` / ``_step_row``
-  returning ``(observation, admissible_commands, won)``."""
+  """Base class: per-row bookkeeping; subclasses implement ``_reset_row`` /
+  ``_step_row`` returning ``(observation, admissible_commands, won)``."""
 
   backend = "base"
 
@@ -53,7 +56,10 @@ class BatchedEnv:
 
   @property
   def done(self) -> list[bool]:
-    return [w or s >= self.max_steps for w, s in zip(self._won, self._steps)]
+    return [
+      w or s >= self.max_steps
+      for w, s in zip(self._won, self._steps, strict=True)
+    ]
 
   def reset(self, games: list[Game]) -> tuple[list[str], dict]:
     games = list(games)
@@ -81,7 +87,8 @@ class BatchedEnv:
       raise RuntimeError("step called before reset")
     if len(commands) != len(self.games):
       raise ValueError(
-        f"step needs {len(self.games)} commands (None for finished rows), got {len(commands)}"
+        f"step needs {len(self.games)} commands (None for finished rows), got "
+        f"{len(commands)}"
       )
     done = self.done
     for i, cmd in enumerate(commands):
@@ -106,7 +113,8 @@ def make_env(
   backend: str, batch_size: int, max_steps: int = MAX_STEPS
 ) -> BatchedEnv:
   """Batched env of the given backend name: ``"native"`` (pure Python, fast) or
-  ``"textworld"`` (the installed alfworld/textworld engine; optional dependency)."""
+  ``"textworld"`` (the installed alfworld/textworld engine; optional
+  dependency)."""
   if backend == "native":
     from rla_jax.envs.alfworld.native_env import NativeBatchedEnv
 

@@ -1,18 +1,19 @@
 """Oracle expert for ALFWorld games: exact shortest plans from any state.
 
-Every action costs one step and ``go to`` reaches any receptacle in one step, so a shortest
-plan is a short sequence of *errands* (free the hands, fetch an object, treat it with an
-appliance, deliver it, use a lamp) whose cost only depends on where the agent stands and
-which receptacles are already open. ``shortest_plan`` enumerates every choice of put-down
-receptacle, target instance(s), appliance, lamp and goal receptacle instance, simulates the
-command sequence of each and keeps the shortest (ties broken by enumeration order, which is
-deterministic). Its length is the exact distance-to-goal d(s) (checked against brute-force
-BFS on small games in tests/test_alfworld_expert.py).
+Every action costs one step and ``go to`` reaches any receptacle in one step, so
+a shortest plan is a short sequence of *errands* (free the hands, fetch an
+object, treat it with an appliance, deliver it, use a lamp) whose cost only
+depends on where the agent stands and which receptacles are already open.
+``shortest_plan`` enumerates every choice of put-down receptacle, target
+instance(s), appliance, lamp and goal receptacle instance, simulates the command
+sequence of each and keeps the shortest (ties broken by enumeration order, which
+is deterministic). Its length is the exact distance-to-goal d(s) (checked
+against brute-force BFS on small games in tests/test_alfworld_expert.py).
 
-Progress label (reward-model evaluation): an action a taken in state s *makes progress* iff
-d(s') = d(s) - 1 for the successor s', i.e. a lies on some shortest path to the goal.
-Non-admissible commands leave s unchanged and never make progress; so does any action once
-the game is won.
+Progress label (reward-model evaluation): an action a taken in state s *makes
+progress* iff d(s') = d(s) - 1 for the successor s', i.e. a lies on some
+shortest path to the goal. Non-admissible commands leave s unchanged and never
+make progress; so does any action once the game is won.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ _VERB = {
 
 
 class _Sim:
-  """Command-sequence builder tracking only what step costs depend on (agent location, opened)."""
+  """Command-sequence builder tracking only what step costs depend on (agent
+  location, opened)."""
 
   def __init__(
     self, cg: CompiledGame, loc: int, opened: frozenset, cmds: tuple = ()
@@ -85,7 +87,8 @@ def _targets(cg: CompiledGame) -> list[int]:
 
 
 def _hand_options(cg: CompiledGame, st: WorldState, targets: list[int]):
-  """Ways to start: (sim, object kept in hand or None, {object: receptacle} relocations)."""
+  """Ways to start: (sim, object kept in hand or None, {object: receptacle}
+  relocations)."""
   sim = _Sim(cg, st.agent_loc, frozenset(st.opened))
   if not st.held:
     return [(sim, None, {})]
@@ -195,9 +198,9 @@ def _two_plans(cg: CompiledGame, st: WorldState):
 def _look_plans(cg: CompiledGame, st: WorldState):
   targets = _targets(cg)
   lamps = [
-    l
-    for l in range(len(cg.obj_ids))
-    if cg.obj_type[l] == cg.toggle and cg.toggleable[l]
+    lamp
+    for lamp in range(len(cg.obj_ids))
+    if cg.obj_type[lamp] == cg.toggle and cg.toggleable[lamp]
   ]
   for sim0, kept, moved in _hand_options(cg, st, targets):
     fetches = [(sim0, kept)] if kept is not None else []
@@ -222,7 +225,8 @@ def _look_plans(cg: CompiledGame, st: WorldState):
 
 
 def shortest_plan(cg: CompiledGame, st: WorldState) -> list[str] | None:
-  """Shortest command list reaching the goal from ``st`` ([] if already won, None if impossible)."""
+  """Shortest command list reaching the goal from ``st`` ([] if already won,
+  None if impossible)."""
   if cg.goal_satisfied(st):
     return []
   tt = cg.game.task_type
@@ -237,7 +241,8 @@ def shortest_plan(cg: CompiledGame, st: WorldState) -> list[str] | None:
 
 
 def distance(cg: CompiledGame, st: WorldState) -> float:
-  """d(s): number of steps of a shortest plan to the goal (inf if unreachable)."""
+  """d(s): number of steps of a shortest plan to the goal (inf if
+  unreachable)."""
   plan = shortest_plan(cg, st)
   return float("inf") if plan is None else float(len(plan))
 
@@ -250,7 +255,8 @@ def compiled(game: Game) -> CompiledGame:
 def replay(
   game: Game, actions: list[str]
 ) -> tuple[CompiledGame, WorldState, bool]:
-  """Native-engine state after ``actions`` from the initial state; also whether it was won."""
+  """Native-engine state after ``actions`` from the initial state; also whether
+  it was won."""
   cg = compiled(game)
   st = cg.initial_state()
   won = cg.goal_satisfied(st)
@@ -265,23 +271,25 @@ def replay(
 
 
 def expert_plan(game: Game) -> list[str] | None:
-  """Full shortest solution from the initial state (None if the game is unsolvable)."""
+  """Full shortest solution from the initial state (None if the game is
+  unsolvable)."""
   cg = compiled(game)
   return shortest_plan(cg, cg.initial_state())
 
 
 def next_action(game: Game, actions_so_far: list[str]) -> str | None:
-  """The expert's next command after ``actions_so_far`` (None if won or unsolvable)."""
+  """The expert's next command after ``actions_so_far`` (None if won or
+  unsolvable)."""
   cg, st, won = replay(game, actions_so_far)
   plan = None if won else shortest_plan(cg, st)
   return plan[0] if plan else None
 
 
 def label_progress(game: Game, actions_so_far: list[str], action: str) -> bool:
-  """True iff ``action`` makes progress: d(s') == d(s) - 1 with s the state after
-  ``actions_so_far`` and s' after also taking ``action`` (i.e. ``action`` is the first step of
-  some shortest plan from s). False if s is already won, if s is a dead end, or if ``action``
-  is not admissible (it changes nothing)."""
+  """True iff ``action`` makes progress: d(s') == d(s) - 1 with s the state
+  after ``actions_so_far`` and s' after also taking ``action`` (i.e. ``action``
+  is the first step of some shortest plan from s). False if s is already won, if
+  s is a dead end, or if ``action`` is not admissible (it changes nothing)."""
   cg, st, won = replay(game, actions_so_far)
   if won:
     return False
@@ -291,23 +299,26 @@ def label_progress(game: Game, actions_so_far: list[str], action: str) -> bool:
 
 
 def verified_plan(game: Game, max_steps: int = MAX_EPISODE_STEPS) -> list[str]:
-  """Expert plan checked by execution in the native engine; ValueError if the game is not
-  solvable within ``max_steps``."""
+  """Expert plan checked by execution in the native engine; ValueError if the
+  game is not solvable within ``max_steps``."""
   plan = expert_plan(game)
   if plan is None:
     raise ValueError(
-      f"game {game.game_id} ({game.task_type}: {game.task_text}) is not solvable"
+      f"game {game.game_id} ({game.task_type}: {game.task_text}) is not "
+      "solvable"
     )
   cg, st, won = replay(game, plan)
   if not won or len(plan) > max_steps:
     raise ValueError(
-      f"game {game.game_id}: expert plan of {len(plan)} steps does not win within {max_steps}"
+      f"game {game.game_id}: expert plan of {len(plan)} steps does not win "
+      f"within {max_steps}"
     )
   return plan
 
 
 class Expert:
-  """Object wrapper of the module functions (``plan``, ``next_action``, ``label_progress``)."""
+  """Object wrapper of the module functions (``plan``, ``next_action``,
+  ``label_progress``)."""
 
   plan = staticmethod(expert_plan)
   next_action = staticmethod(next_action)

@@ -1,9 +1,11 @@
-"""The immutable in-memory ALFWorld game: world (objects, receptacles, init facts) + task.
+"""The immutable in-memory ALFWorld game: world (objects, receptacles, init
+facts) + task.
 
 A :class:`Game` is what the generator produces, what ``load_game`` parses from a
-``game.tw-pddl`` file and what both engines play. It is a frozen dataclass of tuples and
-strings, hence hashable, picklable and JSON-serialisable (``to_dict`` / ``from_dict``);
-``game_id`` is a content hash, stable across runs and machines.
+``game.tw-pddl`` file and what both engines play. It is a frozen dataclass of
+tuples and strings, hence hashable, picklable and JSON-serialisable
+(``to_dict`` / ``from_dict``); ``game_id`` is a content hash, stable across
+runs and machines.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Any
 
 from rla_jax.envs.alfworld.types_tables import GOAL_TEMPLATES, TASK_TYPE_NAMES
 
-#: Unary/binary init predicates a Game may carry besides types, locations and canContain.
+#: Unary/binary init predicates a Game may carry besides types, locations and
+#: canContain.
 DYNAMIC_PREDICATES = (
   "inReceptacle",
   "objectAtLocation",
@@ -49,12 +52,17 @@ class Game:
 
   Fields:
     task_type: one of the 6 ALFWorld task type names.
-    task_text: goal sentence shown after ``Your task is to: `` (without the final period).
-    object_target / parent_target / toggle_target: CamelCase type tokens of the goal
-      (``parent_target`` empty for look tasks, ``toggle_target`` empty otherwise).
-    objects: ``(pddl id, type)`` per object.  receptacles: ``(pddl id, type, location id)``.
-    agent_start: location id where the agent starts (normally one with no receptacle).
-    facts: other init facts ``(predicate, arg, ...)`` over ids (see KNOWN_PREDICATES).
+    task_text: goal sentence shown after ``Your task is to: `` (without the
+      final period).
+    object_target / parent_target / toggle_target: CamelCase type tokens of the
+      goal (``parent_target`` empty for look tasks, ``toggle_target`` empty
+      otherwise).
+    objects: ``(pddl id, type)`` per object.
+    receptacles: ``(pddl id, type, location id)``.
+    agent_start: location id where the agent starts (normally one with no
+      receptacle).
+    facts: other init facts ``(predicate, arg, ...)`` over ids (see
+      KNOWN_PREDICATES).
     can_contain: ``(receptacle type, object type)`` pairs allowed by PutObject.
     room / scene: provenance (room kind, ALFRED-style scene number).
   """
@@ -90,7 +98,8 @@ class Game:
 
   @functools.cached_property
   def game_id(self) -> str:
-    """Stable 16-hex-digit content hash (independent of dict order / PYTHONHASHSEED)."""
+    """Stable 16-hex-digit content hash (independent of dict order /
+    PYTHONHASHSEED)."""
     blob = json.dumps(
       self.to_dict(include_id=False), sort_keys=True, separators=(",", ":")
     )
@@ -98,7 +107,8 @@ class Game:
 
   @property
   def folder_name(self) -> str:
-    """ALFWorld folder name ``{task_type}-{Obj}-None-{Parent}-{scene}`` (look: Parent = lamp)."""
+    """ALFWorld folder name ``{task_type}-{Obj}-None-{Parent}-{scene}`` (look:
+    Parent = lamp)."""
     parent = (
       self.toggle_target
       if self.task_type == "look_at_obj_in_light"
@@ -108,7 +118,8 @@ class Game:
 
   @property
   def pddl_params(self) -> dict[str, Any]:
-    """The ``traj_data.json`` ``pddl_params`` block read by ALFWorld's loader and expert."""
+    """The ``traj_data.json`` ``pddl_params`` block read by ALFWorld's loader
+    and expert."""
     return {
       "object_target": self.object_target,
       "parent_target": self.parent_target,
@@ -146,7 +157,8 @@ class Game:
     )
     if "game_id" in d and d["game_id"] != game.game_id:
       raise ValueError(
-        f"Game.from_dict: game_id {d['game_id']} does not match content ({game.game_id})"
+        f"Game.from_dict: game_id {d['game_id']} does not match content "
+        f"({game.game_id})"
       )
     return game
 
@@ -157,7 +169,8 @@ class Game:
 def goal_sentence(
   task_type: str, obj: str, parent: str, toggle: str, template_index: int
 ) -> str:
-  """ALFWorld templated goal text, e.g. ``put a clean apple in diningtable`` (no final period)."""
+  """ALFWorld templated goal text, e.g. ``put a clean apple in diningtable`` (no
+  final period)."""
   template = GOAL_TEMPLATES[task_type][template_index]
   return template.format(
     obj=obj.lower(), recep=parent.lower(), toggle=toggle.lower()

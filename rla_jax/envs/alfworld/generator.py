@@ -1,12 +1,13 @@
 """Procedural ALFWorld game generator and the fixed, seeded evaluation splits.
 
-Room templates are ALFRED-style scenes (kitchens 1-30, living rooms 201-230, bedrooms
-301-330, bathrooms 401-430); each scene has a fixed receptacle layout drawn from its own seed.
-The last 5 scenes of every room are held out: ``valid_unseen`` uses only them, ``train`` and
-``valid_seen`` only the others. Games are drawn from ``np.random.default_rng([seed, split,
-index, attempt])`` and iterate only over sorted sequences, so output is byte-identical across
-runs, machines and PYTHONHASHSEED values. A game is kept only if its goal is false at the start
-and the expert solves it within 50 steps.
+Room templates are ALFRED-style scenes (kitchens 1-30, living rooms 201-230,
+bedrooms 301-330, bathrooms 401-430); each scene has a fixed receptacle layout
+drawn from its own seed. The last 5 scenes of every room are held out:
+``valid_unseen`` uses only them, ``train`` and ``valid_seen`` only the others.
+Games are drawn from ``np.random.default_rng([seed, split, index, attempt])``
+and iterate only over sorted sequences, so output is byte-identical across runs,
+machines and PYTHONHASHSEED values. A game is kept only if its goal is false at
+the start and the expert solves it within 50 steps.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ _MAX_ATTEMPTS = 50
 
 
 def split_scenes(split: str, room: str) -> tuple[int, ...]:
-  """Scenes (room templates) a split may use; valid_unseen's are never used by the others."""
+  """Scenes (room templates) a split may use; valid_unseen's are never used by
+  the others."""
   scenes = ROOM_SCENES[room]
   return (
     scenes[-HELD_OUT_SCENES_PER_ROOM:]
@@ -54,7 +56,8 @@ def split_scenes(split: str, room: str) -> tuple[int, ...]:
 
 
 def scene_layout(room: str, scene: int) -> tuple[tuple[str, int], ...]:
-  """Fixed receptacle multiset ``((type, count), ...)`` of a scene (sorted by type)."""
+  """Fixed receptacle multiset ``((type, count), ...)`` of a scene (sorted by
+  type)."""
   rng = np.random.default_rng([0xA1F, scene])
   counts = [
     (t, int(rng.integers(lo, hi + 1)))
@@ -100,8 +103,9 @@ def assemble_game(
   scene: int,
   tip: str = "",
 ) -> Game:
-  """Build a Game: receptacles ``(id, type)``, objects ``(id, type, receptacle id)``; every
-  receptacle gets its own location, the agent starts at ``loc_bar_0`` (no receptacle)."""
+  """Build a Game: receptacles ``(id, type)``, objects
+  ``(id, type, receptacle id)``; every receptacle gets its own location, the
+  agent starts at ``loc_bar_0`` (no receptacle)."""
   recs = sorted(receptacles)
   loc = {r: f"loc_bar_{k + 1}" for k, (r, _) in enumerate(recs)}
   facts = [("openable", r) for r, t in recs if t in OPENABLE_RECEPTACLES]
@@ -149,7 +153,8 @@ def _choose(rng, seq):
 def _task_candidates(
   task_type: str, room: str, types: list[str]
 ) -> list[tuple[str, str, str]]:
-  """Valid (obj, parent, toggle) triples for a room whose receptacle types are ``types``."""
+  """Valid (obj, parent, toggle) triples for a room whose receptacle types are
+  ``types``."""
   objs = [
     o
     for o in sorted(ROOM_OBJECTS[room])
@@ -157,9 +162,11 @@ def _task_candidates(
   ]
   if task_type == "look_at_obj_in_light":
     lamps = [
-      l for l in ROOM_LAMPS[room] if any(h in types for h in LAMP_HOLDERS[l])
+      lamp
+      for lamp in ROOM_LAMPS[room]
+      if any(h in types for h in LAMP_HOLDERS[lamp])
     ]
-    return [(o, "", l) for l in lamps for o in objs]
+    return [(o, "", lamp) for lamp in lamps for o in objs]
   appliance, afford = TREATMENT.get(task_type, (None, None))
   if appliance is not None and appliance not in types:
     return []
@@ -181,7 +188,8 @@ def _task_candidates(
 
 
 def _source_ok(task_type: str, parent: str, rtype: str, obj: str) -> bool:
-  """Where a target object may start: never in a goal-type receptacle (goal false at t=0)."""
+  """Where a target object may start: never in a goal-type receptacle (goal
+  false at t=0)."""
   if not can_contain(rtype, obj) or rtype == parent:
     return False
   return not (
@@ -197,7 +205,8 @@ def generate_game(
   room_size: str = "full",
   attempt: int = 0,
 ) -> Game:
-  """One game (not yet validated) from the seed material ``[seed, split, index, attempt]``."""
+  """One game (not yet validated) from the seed material
+  ``[seed, split, index, attempt]``."""
   rng = np.random.default_rng([seed, _SPLIT_CODE[split], index, attempt])
   room = _choose(rng, VALID_ROOMS[task_type])
   scene = _choose(rng, split_scenes(split, room))
@@ -260,7 +269,9 @@ def generate_game(
     [toggle]
     if toggle
     else [
-      l for l in ROOM_LAMPS[room] if any(h in rtypes for h in LAMP_HOLDERS[l])
+      lamp
+      for lamp in ROOM_LAMPS[room]
+      if any(h in rtypes for h in LAMP_HOLDERS[lamp])
     ][:1]
   )
   for lamp in lamp_types:
@@ -273,7 +284,8 @@ def generate_game(
   rng.shuffle(pool)
   n_distract = int(rng.integers(1, 4)) if small else int(rng.integers(6, 13))
   for o in pool[:n_distract]:
-    # A distractor never completes the goal by itself (it is not of the target type).
+    # A distractor never completes the goal by itself (it is not of the target
+    # type).
     place(
       o,
       int(rng.integers(1, 3 if small else 4)),
@@ -297,7 +309,8 @@ class _Retry(Exception):
 
 
 def validate_game(game: Game) -> list[str]:
-  """Expert plan of a game whose goal is false at start and solvable in <= 50 steps (else ValueError)."""
+  """Expert plan of a game whose goal is false at start and solvable in <= 50
+  steps (else ValueError)."""
   cg = CompiledGame(game)
   if cg.goal_satisfied(cg.initial_state()):
     raise ValueError(
@@ -323,7 +336,8 @@ def generate_valid_game(
 
 
 def check_task_types(task_types) -> tuple[str, ...] | None:
-  """``None`` (all six ALFWorld task types) or a non-empty tuple of known names, else ValueError."""
+  """``None`` (all six ALFWorld task types) or a non-empty tuple of known names,
+  else ValueError."""
   if task_types is None:
     return None
   names = tuple(task_types)
@@ -341,16 +355,17 @@ def split_task_types(
   seed: int,
   task_types: tuple[str, ...] | None = None,
 ) -> list[str]:
-  """Task type of each game: exact ALFWorld proportions (largest remainder) in a seeded order.
+  """Task type of each game: exact ALFWorld proportions (largest remainder) in a
+  seeded order.
 
-  With ``task_types``, only those types are drawn, in their ALFWorld proportions among
-  themselves (``None``: all six, the ALFWorld mix).
+  With ``task_types``, only those types are drawn, in their ALFWorld proportions
+  among themselves (``None``: all six, the ALFWorld mix).
   """
   keep = check_task_types(task_types)
   quotas = np.asarray(
     [
       q if keep is None or t in keep else 0
-      for t, q in zip(TASK_TYPE_NAMES, SPLIT_QUOTAS[split])
+      for t, q in zip(TASK_TYPE_NAMES, SPLIT_QUOTAS[split], strict=True)
     ],
     dtype=np.float64,
   )
@@ -359,7 +374,11 @@ def split_task_types(
   order = sorted(range(len(counts)), key=lambda i: (-(exact[i] - counts[i]), i))
   for i in order[: num_games - int(counts.sum())]:
     counts[i] += 1
-  types = [t for t, c in zip(TASK_TYPE_NAMES, counts) for _ in range(int(c))]
+  types = [
+    t
+    for t, c in zip(TASK_TYPE_NAMES, counts, strict=True)
+    for _ in range(int(c))
+  ]
   perm = np.random.default_rng([seed, _SPLIT_CODE[split], 0x7A5C]).permutation(
     len(types)
   )
@@ -374,13 +393,15 @@ def generate_split(
   room_size: str = "full",
   task_types: tuple[str, ...] | None = None,
 ) -> list[Game]:
-  """Generate ``num_games`` games of a split (defaults: valid_seen 140, valid_unseen 134).
+  """Generate ``num_games`` games of a split (defaults: valid_seen 140,
+  valid_unseen 134).
 
-  ``split`` in {"train", "valid_seen", "valid_unseen"}; ``room_size`` in {"small" (3-6
-  receptacles, few objects), "full" (ALFRED-like counts)}. Per-task-type counts follow
-  ALFWorld's split proportions. With ``data_dir`` the games are also written as ALFWorld
-  folders (``write_game``). ``task_types`` restricts the draw to those types
-  (``split_task_types``). Deterministic in (split, num_games, seed, room_size, task_types).
+  ``split`` in {"train", "valid_seen", "valid_unseen"}; ``room_size`` in
+  {"small" (3-6 receptacles, few objects), "full" (ALFRED-like counts)}.
+  Per-task-type counts follow ALFWorld's split proportions. With ``data_dir``
+  the games are also written as ALFWorld folders (``write_game``).
+  ``task_types`` restricts the draw to those types (``split_task_types``).
+  Deterministic in (split, num_games, seed, room_size, task_types).
   """
   if split not in SPLITS:
     raise ValueError(f"split {split!r} is not one of {SPLITS}")

@@ -1,4 +1,5 @@
-"""Native backend of the batched ALFWorld env (see env.py): steps every row in-process."""
+"""Native backend of the batched ALFWorld env (see env.py): steps every row
+in-process."""
 
 from __future__ import annotations
 

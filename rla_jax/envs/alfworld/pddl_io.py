@@ -2,13 +2,17 @@
 
 Layout written (the one ``alfworld.agents.environment.AlfredTWEnv`` walks)::
 
-    {data_dir}/json_2.1.1/{split}/{task_type}-{Obj}-None-{Parent}-{scene}/trial_T{game_id}/
-        game.tw-pddl   JSON {pddl_domain, grammar, pddl_problem, solvable, walkthrough}
-        traj_data.json JSON {task_type, pddl_params, scene, ...}
+    {data_dir}/json_2.1.1/{split}/
+      {task_type}-{Obj}-None-{Parent}-{scene}/
+        trial_T{game_id}/
+          game.tw-pddl   JSON {pddl_domain, grammar, pddl_problem, solvable,
+                               walkthrough}
+          traj_data.json JSON {task_type, pddl_params, scene, ...}
 
-The PDDL domain and the text grammar are the ALFRED logic files shipped by the ``alfworld``
-package (found without importing it, or in ``$RLA_ALFWORLD_LOGIC_DIR``); the grammar gets the
-task sentence substituted for ``UNKNOWN GOAL`` exactly as ALFWorld's ``add_task_to_grammar``.
+The PDDL domain and the text grammar are the ALFRED logic files shipped by the
+``alfworld`` package (found without importing it, or in
+``$RLA_ALFWORLD_LOGIC_DIR``); the grammar gets the task sentence substituted for
+``UNKNOWN GOAL`` exactly as ALFWorld's ``add_task_to_grammar``.
 """
 
 from __future__ import annotations
@@ -38,15 +42,17 @@ _FORBIDDEN_TASK_CHARS = set('"\\#[]{}|\n')
 
 
 def logic_dir() -> Path:
-  """Directory holding ``alfred.pddl`` and ``alfred.twl2`` (alfworld package data)."""
+  """Directory holding ``alfred.pddl`` and ``alfred.twl2`` (alfworld package
+  data)."""
   env = os.environ.get("RLA_ALFWORLD_LOGIC_DIR")
   if env:
     return Path(env)
   spec = importlib.util.find_spec("alfworld")
   if spec is None or not spec.submodule_search_locations:
     raise RuntimeError(
-      "writing ALFWorld game files needs the ALFRED domain/grammar files of the "
-      "'alfworld' package (pip install alfworld==0.4.2) or $RLA_ALFWORLD_LOGIC_DIR"
+      "writing ALFWorld game files needs the ALFRED domain/grammar files of "
+      "the 'alfworld' package (pip install alfworld==0.4.2) or "
+      "$RLA_ALFWORLD_LOGIC_DIR"
     )
   return Path(list(spec.submodule_search_locations)[0]) / "data"
 
@@ -57,23 +63,24 @@ def read_logic() -> tuple[str, str]:
   return (d / "alfred.pddl").read_text(), (d / "alfred.twl2").read_text()
 
 
-# ----------------------------------------------------------------------------- writing
+# ---------------------------------------------------------------------- writing
 def _goal_pddl(game: Game) -> str:
   obj, tt = f"{game.object_target}Type", game.task_type
   if tt == "look_at_obj_in_light":
     return (
-      "(:goal (and (exists (?ot - object ?r - receptacle ?a - agent ?l - location) (and "
-      f"(objectType ?ot {game.toggle_target}Type) (toggleable ?ot) (isToggled ?ot) "
-      "(receptacleAtLocation ?r ?l) (atLocation ?a ?l) (inReceptacle ?ot ?r))) "
-      f"(exists (?o - object ?a - agent) (and (objectType ?o {obj}) (holds ?a ?o)))))"
+      "(:goal (and (exists (?ot - object ?r - receptacle ?a - agent ?l - "
+      f"location) (and (objectType ?ot {game.toggle_target}Type) (toggleable "
+      "?ot) (isToggled ?ot) (receptacleAtLocation ?r ?l) (atLocation ?a ?l) "
+      "(inReceptacle ?ot ?r))) (exists (?o - object ?a - agent) (and "
+      f"(objectType ?o {obj}) (holds ?a ?o)))))"
     )
   rec = f"{game.parent_target}Type"
   if tt == "pick_two_obj_and_place":
     return (
       "(:goal (and (exists (?r - receptacle) (exists (?o1 - object) (and "
       f"(objectType ?o1 {obj}) (receptacleType ?r {rec}) (inReceptacle ?o1 ?r) "
-      "(exists (?o2 - object) (and (not (= ?o1 ?o2)) "
-      f"(objectType ?o2 {obj}) (receptacleType ?r {rec}) (inReceptacle ?o2 ?r))))))))"
+      f"(exists (?o2 - object) (and (not (= ?o1 ?o2)) (objectType ?o2 {obj}) "
+      f"(receptacleType ?r {rec}) (inReceptacle ?o2 ?r))))))))"
     )
   extra = {
     "pick_clean_then_place_in_recep": "(cleanable ?o) (isClean ?o) ",
@@ -82,15 +89,17 @@ def _goal_pddl(game: Game) -> str:
   }.get(tt, "")
   return (
     "(:goal (and (exists (?r - receptacle) (exists (?o - object) (and "
-    f"{extra}(objectType ?o {obj}) (receptacleType ?r {rec}) (inReceptacle ?o ?r))))))"
+    f"{extra}(objectType ?o {obj}) (receptacleType ?r {rec}) (inReceptacle ?o "
+    "?r))))))"
   )
 
 
 def problem_pddl(game: Game) -> str:
-  """The PDDL problem text of a game (deterministic: fixed declaration and fact order)."""
+  """The PDDL problem text of a game (deterministic: fixed declaration and fact
+  order)."""
   locs = sorted(
     {game.agent_start}
-    | {l for _, _, l in game.receptacles}
+    | {loc for _, _, loc in game.receptacles}
     | {f[2] for f in game.facts if f[0] == "objectAtLocation"}
   )
   otypes = sorted(
@@ -115,13 +124,15 @@ def problem_pddl(game: Game) -> str:
   lines += [f"{o} - object" for o, _ in game.objects] + [
     f"{r} - receptacle" for r, _, _ in game.receptacles
   ]
-  lines += [f"{l} - location" for l in locs] + [
+  lines += [f"{loc} - location" for loc in locs] + [
     ")",
     "(:init",
     f"(atLocation agent1 {game.agent_start})",
   ]
   lines += [f"(receptacleType {r} {t}Type)" for r, t, _ in game.receptacles]
-  lines += [f"(receptacleAtLocation {r} {l})" for r, _, l in game.receptacles]
+  lines += [
+    f"(receptacleAtLocation {r} {loc})" for r, _, loc in game.receptacles
+  ]
   lines += [f"(objectType {o} {t}Type)" for o, t in game.objects]
   lines += ["(" + " ".join(f) + ")" for f in game.facts]
   lines += [f"(canContain {r}Type {o}Type)" for r, o in game.can_contain]
@@ -133,7 +144,8 @@ def check_task_text(text: str) -> None:
   bad = sorted(set(text) & _FORBIDDEN_TASK_CHARS)
   if bad or not text.strip():
     raise ValueError(
-      f"task text {text!r} is empty or has characters the TextWorld grammar cannot hold: {bad}"
+      f"task text {text!r} is empty or has characters the TextWorld grammar "
+      f"cannot hold: {bad}"
     )
 
 
@@ -150,10 +162,11 @@ def game_file_json(game: Game, walkthrough: list[str]) -> dict:
 
 
 def write_game(game: Game, data_dir: str | os.PathLike, split: str) -> str:
-  """Write ``game`` as an ALFWorld game folder under ``data_dir``; returns the game.tw-pddl path.
+  """Write ``game`` as an ALFWorld game folder under ``data_dir``; returns the
+  game.tw-pddl path.
 
-  The game must be solvable by :func:`rla_jax.envs.alfworld.expert.expert_plan` (checked here;
-  ValueError otherwise). Writing is byte-deterministic.
+  The game must be solvable by :func:`rla_jax.envs.alfworld.expert.expert_plan`
+  (checked here; ValueError otherwise). Writing is byte-deterministic.
   """
   from rla_jax.envs.alfworld.expert import (
     verified_plan,
@@ -183,7 +196,7 @@ def write_game(game: Game, data_dir: str | os.PathLike, split: str) -> str:
   return str(folder / GAME_FILE)
 
 
-# ----------------------------------------------------------------------------- reading
+# ---------------------------------------------------------------------- reading
 def _sexpr(text: str, where: str):
   tokens = re.findall(r"\(|\)|[^\s()]+", re.sub(r";[^\n]*", "", text))
   stack: list[list] = [[]]
@@ -247,7 +260,8 @@ def _goal_tokens(goal: list, where: str) -> tuple[str, str, str, str]:
 def parse_problem(
   problem: str, task_text: str, where: str, room: str = "", scene: int = 0
 ) -> Game:
-  """Parse an ALFRED PDDL problem into a Game; ValueError naming ``where`` on anything unsupported."""
+  """Parse an ALFRED PDDL problem into a Game; ValueError naming ``where`` on
+  anything unsupported."""
   tree = _sexpr(problem, where)
   sections = {
     s[0].lower(): s[1:]
@@ -274,7 +288,8 @@ def parse_problem(
       raise ValueError(f"{where}: malformed init fact {fact!r}")
     pred, args = fact[0].lower(), fact[1:]
     if pred == "=" or any(isinstance(a, list) for a in args):
-      continue  # numeric fluents (distance/total-cost) play no part in the text game
+      # numeric fluents (distance/total-cost) play no part in the text game
+      continue
     if pred == "atlocation":
       start.append(args[1])
     elif pred == "objecttype":
@@ -293,7 +308,8 @@ def parse_problem(
       raise ValueError(f"{where}: unsupported init predicate {fact[0]!r}")
   if len(start) != 1:
     raise ValueError(
-      f"{where}: expected exactly one (atLocation agent ...) fact, got {len(start)}"
+      f"{where}: expected exactly one (atLocation agent ...) fact, got "
+      f"{len(start)}"
     )
   missing = sorted(set(rtype) ^ set(rloc))
   if missing:
@@ -327,10 +343,11 @@ def task_text_from_grammar(grammar: str, where: str) -> str:
 
 
 def load_game(path: str | os.PathLike, check_solvable: bool = True) -> Game:
-  """Parse a ``game.tw-pddl`` file (or a trial folder holding one) into a :class:`Game`.
+  """Parse a ``game.tw-pddl`` file (or a trial folder holding one) into a
+  :class:`Game`.
 
-  Raises ValueError naming the file if it is malformed, marked unsolvable, or (with
-  ``check_solvable``) not solvable by the expert.
+  Raises ValueError naming the file if it is malformed, marked unsolvable, or
+  (with ``check_solvable``) not solvable by the expert.
   """
   p = Path(path)
   if p.is_dir():
@@ -345,7 +362,8 @@ def load_game(path: str | os.PathLike, check_solvable: bool = True) -> Game:
     )
   if data.get("solvable") is not True:
     raise ValueError(
-      f"{p}: game file is not marked solvable (solvable={data.get('solvable')!r})"
+      f"{p}: game file is not marked solvable "
+      f"(solvable={data.get('solvable')!r})"
     )
   room, scene, traj_type = "", 0, None
   traj = p.parent / TRAJ_FILE

@@ -1,9 +1,11 @@
-"""Environment adaptation for ALFWorld: harder/easier variants of a game, goal-token edits
-and a compact English dump of a game for an LLM environment model.
+"""Environment adaptation for ALFWorld: harder/easier variants of a game,
+goal-token edits and a compact English dump of a game for an LLM environment
+model.
 
-Every returned game is re-validated (goal false at start, expert solves it in <= 50 steps)
-and its task text is regenerated from the new goal, so the text always names the new
-objects (the reference implementation edits only the PDDL goal and keeps the old text).
+Every returned game is re-validated (goal false at start, expert solves it in <=
+50 steps) and its task text is regenerated from the new goal, so the text always
+names the new objects (the reference implementation edits only the PDDL goal and
+keeps the old text).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ _TIP_MARK = ". Tip: "
 
 
 def _parts(game: Game):
-  """(receptacles [(id, type)], placements [(id, type, receptacle id)], template index, tip)."""
+  """(receptacles [(id, type)], placements [(id, type, receptacle id)], template
+  index, tip)."""
   where = defaultdict(list)
   for f in game.facts:
     if f[0] == "inReceptacle":
@@ -41,7 +44,8 @@ def _parts(game: Game):
   otype = dict(game.objects)
   if any(len(where[o]) != 1 for o in otype):
     raise ValueError(
-      f"game {game.game_id}: every object must be in exactly one receptacle to be edited"
+      f"game {game.game_id}: every object must be in exactly one receptacle to "
+      "be edited"
     )
   text, _, tip = game.task_text.partition(_TIP_MARK)
   templates = GOAL_TEMPLATES[game.task_type]
@@ -89,11 +93,12 @@ def _valid(game: Game) -> int | None:
 def apply_goal_tokens(game: Game, token_a: str, token_b: str) -> Game:
   """Set the goal's two type tokens, e.g. ``("AppleType", "FridgeType")``.
 
-  ``token_a`` is the object type, ``token_b`` the receptacle type (the lamp type for
-  look_at_obj_in_light). Tokens may omit the ``Type`` suffix (it is added) and may come in
-  either order: if the receptacle cannot contain the object but the swapped pair is valid,
-  they are swapped. Raises ValueError (with the reason) if a token is unknown, the pair is
-  invalid for the task type or this room, or the new game is unsolvable / already solved.
+  ``token_a`` is the object type, ``token_b`` the receptacle type (the lamp type
+  for look_at_obj_in_light). Tokens may omit the ``Type`` suffix (it is added)
+  and may come in either order: if the receptacle cannot contain the object but
+  the swapped pair is valid, they are swapped. Raises ValueError (with the
+  reason) if a token is unknown, the pair is invalid for the task type or this
+  room, or the new game is unsolvable / already solved.
   """
   a, b = canonical_type(token_a), canonical_type(token_b)
   look = game.task_type == "look_at_obj_in_light"
@@ -122,7 +127,8 @@ def apply_goal_tokens(game: Game, token_a: str, token_b: str) -> Game:
   )
   if _valid(new) is None:
     raise ValueError(
-      f"goal tokens ({a}Type, {b}Type): the resulting game is unsolvable or already solved"
+      f"goal tokens ({a}Type, {b}Type): the resulting game is unsolvable or "
+      "already solved"
     )
   return new
 
@@ -183,7 +189,9 @@ def _candidates(
         out.append(
           _rebuild(
             game,
-            tip=f"Tip: you can find a {game.object_target.lower()} in the {name}",
+            tip=(
+              f"Tip: you can find a {game.object_target.lower()} in the {name}"
+            ),
           )
         )
   else:  # harder: add distractors of types not yet in the room
@@ -192,7 +200,10 @@ def _candidates(
       for o in sorted(ROOM_OBJECTS.get(game.room, ()))
       if o not in present_o and o != game.object_target
     ]
-    spots = lambda o: [r for r, t in recs if can_contain(t, o)]
+
+    def spots(o: str) -> list[str]:
+      return [r for r, t in recs if can_contain(t, o)]
+
     pool = [o for o in pool if spots(o)]
     if pool:
       extra = list(places)
@@ -208,10 +219,11 @@ def _candidates(
 def perturb_game(
   game: Game, direction: str, rng: np.random.Generator
 ) -> Game | None:
-  """A new valid game keeping the task type: ``harder`` (goal type with fewer instances or
-  a longer expert plan, or more distractors) or ``easier`` (more common goal type or a
-  shorter plan, a tip naming where a target object is, or fewer distractors). Returns None
-  if no such variant exists. The choice among variants is drawn from ``rng``."""
+  """A new valid game keeping the task type: ``harder`` (goal type with fewer
+  instances or a longer expert plan, or more distractors) or ``easier`` (more
+  common goal type or a shorter plan, a tip naming where a target object is, or
+  fewer distractors). Returns None if no such variant exists. The choice among
+  variants is drawn from ``rng``."""
   if direction not in DIRECTIONS:
     raise ValueError(f"direction {direction!r} is not one of {DIRECTIONS}")
   base = _valid(game)
@@ -251,8 +263,9 @@ def perturb_game(
 
 
 def describe_game_for_proposal(game: Game) -> str:
-  """Compact English dump of the PDDL init (object/receptacle types -> instances, canContain,
-  grouped predicates) plus the current task, for an LLM environment model's prompt."""
+  """Compact English dump of the PDDL init (object/receptacle types ->
+  instances, canContain, grouped predicates) plus the current task, for an LLM
+  environment model's prompt."""
   cg = CompiledGame(game)
   st = cg.initial_state()
   by_otype, by_rtype = defaultdict(list), defaultdict(list)
@@ -266,7 +279,8 @@ def describe_game_for_proposal(game: Game) -> str:
   lines = [
     f"Task type: {game.task_type}",
     f"Task: {game.task_text}",
-    f"Goal tokens: ({game.object_target}Type, {(game.toggle_target or game.parent_target)}Type)",
+    f"Goal tokens: ({game.object_target}Type, "
+    f"{(game.toggle_target or game.parent_target)}Type)",
     "Object types -> instances:",
   ]
   lines += [
@@ -285,7 +299,8 @@ def describe_game_for_proposal(game: Game) -> str:
   for r in range(len(cg.rec_ids)):
     if st.contents[r]:
       lines.append(
-        f"  {cg.rec_name[r]}: {', '.join(cg.obj_name[o] for o in cg.sorted_objs(st.contents[r]))}"
+        f"  {cg.rec_name[r]}: "
+        f"{', '.join(cg.obj_name[o] for o in cg.sorted_objs(st.contents[r]))}"
       )
   for label, flags in (
     (

@@ -1,23 +1,27 @@
-"""A searching expert: the oracle's plan, except that hidden objects are searched for.
+"""A searching expert: the oracle's plan, except that hidden objects are
+searched for.
 
-The oracle (``expert.shortest_plan``) knows where every object lies, so its first move in
-most games, ``go to <the receptacle holding the object>``, cannot be inferred from what
-the agent has seen. A policy imitating it learns to guess. The searching expert acts
-only on what the policy's prompt shows (the room listing of o_0, the task, where the
-agent stands and what it just saw):
+The oracle (``expert.shortest_plan``) knows where every object lies, so its
+first move in most games, ``go to <the receptacle holding the object>``, cannot
+be inferred from what the agent has seen. A policy imitating it learns to guess.
+The searching expert acts only on what the policy's prompt shows (the room
+listing of o_0, the task, where the agent stands and what it just saw):
 
-* if the oracle's next command is a *blind fetch* (``go to R`` whose plan continues,
-  after an optional ``open R``, with ``take ... from R`` or ``use <lamp>``), the expert
-  searches instead: it opens the receptacle it stands at if that is closed, else goes
-  to the next receptacle of the room listing (cyclic, from the one it stands at; from
-  the first when it stands at none);
-* otherwise (take what is in view, open, clean / heat / cool at a listed appliance,
-  go to or put into the listed goal receptacle) it follows the oracle.
+* if the oracle's next command is a *blind fetch* (``go to R`` whose plan
+  continues, after an optional ``open R``, with ``take ... from R`` or
+  ``use <lamp>``), the expert searches instead: it opens the receptacle it
+  stands at if that is closed, else goes to the next receptacle of the room
+  listing (cyclic, from the one it stands at; from the first when it stands at
+  none);
+* otherwise (take what is in view, open, clean / heat / cool at a listed
+  appliance, go to or put into the listed goal receptacle) it follows the
+  oracle.
 
-The rule is memoryless (a function of the current state and the room listing), so one
-cycle of the listing opens every closed receptacle and the search always ends. It is
-the warm-start demonstrator (``warmstart`` config ``demo_expert="search"``); progress
-labels (``expert.label_progress``) stay the oracle's.
+The rule is memoryless (a function of the current state and the room listing),
+so one cycle of the listing opens every closed receptacle and the search always
+ends. It is the warm-start demonstrator (``warmstart`` config
+``demo_expert="search"``); progress labels (``expert.label_progress``) stay the
+oracle's.
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ def is_blind_fetch(plan: list[str]) -> bool:
 
 
 def search_move(cg: CompiledGame, st: WorldState) -> str:
-  """Open the closed receptacle here, else go to the next one of the room listing."""
+  """Open the closed receptacle here, else go to the next one of the room
+  listing."""
   here = cg.recs_at_loc[st.agent_loc]
   for r in here:
     if cg.openable[r] and r not in st.opened:
@@ -55,7 +60,8 @@ def search_move(cg: CompiledGame, st: WorldState) -> str:
 
 
 def search_next_action(game: Game, actions_so_far: list[str]) -> str | None:
-  """The searching expert's next command (None if the game is won or unsolvable)."""
+  """The searching expert's next command (None if the game is won or
+  unsolvable)."""
   cg, st, won = replay(game, actions_so_far)
   plan = None if won else shortest_plan(cg, st)
   if not plan:

@@ -1,10 +1,12 @@
-"""Exact TextWorld/ALFRED surface text: entity names, list rendering and fixed strings.
+"""Exact TextWorld/ALFRED surface text: entity names, list rendering and fixed
+strings.
 
-Names follow ALFWorld's ``Demangler`` (shuffle=False) over the lower-cased PDDL ids (Fast
-Downward lower-cases PDDL names): the name is the id before the first ``_bar_`` (plus
-``basin`` when the id contains ``basin``); instances of a name are numbered 1..n, the
-alphabetically first id getting the largest number. Lists are TextWorld's ``display_list``:
-``nothing`` / ``X`` / ``X, Y, and Z``; list items are ordered by entity id.
+Names follow ALFWorld's ``Demangler`` (shuffle=False) over the lower-cased PDDL
+ids (Fast Downward lower-cases PDDL names): the name is the id before the first
+``_bar_`` (plus ``basin`` when the id contains ``basin``); instances of a name
+are numbered 1..n, the alphabetically first id getting the largest number. Lists
+are TextWorld's ``display_list``: ``nothing`` / ``X`` / ``X, Y, and Z``; list
+items are ordered by entity id.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ HELP_TEXT = (  # the grammar rhs starts with "\n", which TextWorld strips
 
 
 def demangle_names(ids: list[str]) -> dict[str, str]:
-  """Map lower-cased PDDL ids to display names (``cabinet 3``), as ALFWorld's Demangler."""
+  """Map lower-cased PDDL ids to display names (``cabinet 3``), as ALFWorld's
+  Demangler."""
   ids = sorted({i.lower() for i in ids})
   base: dict[str, str] = {}
   counts: Counter = Counter()
@@ -52,7 +55,8 @@ def demangle_names(ids: list[str]) -> dict[str, str]:
 
 
 def display_list(items: list[str]) -> str:
-  """TextWorld ``display_list``: [] -> nothing, [x] -> x, [x, y, z] -> 'x, y, and z'."""
+  """TextWorld ``display_list``: [] -> nothing, [x] -> x,
+  [x, y, z] -> 'x, y, and z'."""
   if not items:
     return "nothing"
   if len(items) == 1:
@@ -78,13 +82,17 @@ def examine_object_text(
   toggled: bool,
   sliceable: bool,
 ) -> str:
-  """Feedback of ``examine {o}`` (first matching rule of the grammar's examineObject.feedback).
+  """Feedback of ``examine {o}`` (first matching rule of the grammar's
+  examineObject.feedback).
 
-  The grammar's ``not_istoggled`` rule never matches (TextWorld keeps no negated facts), so an
-  untoggled lamp has nothing special about it.
+  The grammar's ``not_istoggled`` rule never matches (TextWorld keeps no negated
+  facts), so an untoggled lamp has nothing special about it.
   """
   if receptacle_object:
-    return f"This is a normal {name}. In it, you see {display_list(with_article(inner))}."
+    return (
+      f"This is a normal {name}. In it, you see "
+      f"{display_list(with_article(inner))}."
+    )
   if clean and hot and sliced:
     return f"This is a hot and clean sliced {name}."
   if clean and cool and sliced:

@@ -1,10 +1,12 @@
-"""TextWorld backend of the batched ALFWorld env: runs games through the installed
-alfworld 0.4.2 / textworld 1.7.0 engine (``PddlEnv`` wrapped in ALFWorld's ``AlfredDemangler``
-and ``AlfredInfos``, exactly the stack ``AlfredTWEnv`` uses), one env per row, stepped in turn.
+"""TextWorld backend of the batched ALFWorld env: runs games through the
+installed alfworld 0.4.2 / textworld 1.7.0 engine (``PddlEnv`` wrapped in
+ALFWorld's ``AlfredDemangler`` and ``AlfredInfos``, exactly the stack
+``AlfredTWEnv`` uses), one env per row, stepped in turn.
 
-Games are written as ALFWorld folders under a private temporary ``$ALFWORLD_DATA`` (set before
-alfworld is imported, so it does not create ``~/.cache/alfworld``). Slow: seconds per reset,
-~50-170 ms per step (perf-anchors section 3).
+Games are written as ALFWorld folders under a private temporary
+``$ALFWORLD_DATA`` (set before alfworld is imported, so it does not create
+``~/.cache/alfworld``). Slow: seconds per reset, ~50-170 ms per step
+(perf-anchors section 3).
 """
 
 from __future__ import annotations

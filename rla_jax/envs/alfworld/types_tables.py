@@ -1,10 +1,13 @@
-"""Static ALFRED type tables: canContain, affordances, openables, task types, room templates.
+"""Static ALFRED type tables: canContain, affordances, openables, task types,
+room templates.
 
-Type tokens use ALFRED's CamelCase spelling without the ``Type`` suffix (``"Apple"``,
-``"SinkBasin"``); the text game shows them lower-cased (``apple 1``, ``sinkbasin 1``).
-The canContain and affordance tables follow ALFRED's ``gen/constants.py``
-(``VAL_RECEPTACLE_OBJECTS``, ``VAL_ACTION_OBJECTS``) as summarised in the project spec
-(alfworld-and-coding.md section 4), sliced and movable-receptacle variants omitted.
+Type tokens use ALFRED's CamelCase spelling without the ``Type`` suffix
+(``"Apple"``, ``"SinkBasin"``); the text game shows them lower-cased
+(``apple 1``, ``sinkbasin 1``). The canContain and affordance tables follow
+ALFRED's ``gen/constants.py`` (``VAL_RECEPTACLE_OBJECTS``,
+``VAL_ACTION_OBJECTS``) as summarised in the project spec
+(alfworld-and-coding.md section 4), sliced and movable-receptacle variants
+omitted.
 """
 
 from __future__ import annotations
@@ -156,54 +159,65 @@ TOGGLEABLE = frozenset({"DeskLamp", "FloorLamp"})
 KNIVES = frozenset({"Knife", "ButterKnife"})
 
 _TABLETOP = (
-  "AlarmClock Apple BaseballBat BasketBall Book Bowl Box Bread ButterKnife CD Candle CellPhone "
-  "Cloth CreditCard Cup DishSponge Egg Fork GlassBottle HandTowel Kettle KeyChain Knife Ladle "
-  "Laptop Lettuce Mug Newspaper Pan PaperTowel Pen Pencil PepperShaker Plate Pot Potato "
-  "RemoteControl SaltShaker SoapBar SoapBottle Spatula Spoon SprayBottle Statue TennisRacket "
-  "TissueBox ToiletPaper ToiletPaperRoll Tomato Vase Watch WateringCan WineBottle"
+  "AlarmClock Apple BaseballBat BasketBall Book Bowl Box Bread ButterKnife CD "
+  "Candle CellPhone Cloth CreditCard Cup DishSponge Egg Fork GlassBottle "
+  "HandTowel Kettle KeyChain Knife Ladle Laptop Lettuce Mug Newspaper Pan "
+  "PaperTowel Pen Pencil PepperShaker Plate Pot Potato RemoteControl "
+  "SaltShaker SoapBar SoapBottle Spatula Spoon SprayBottle Statue TennisRacket "
+  "TissueBox ToiletPaper ToiletPaperRoll Tomato Vase Watch WateringCan "
+  "WineBottle"
 )
-_SEAT = "BasketBall Book Box CellPhone Cloth CreditCard KeyChain Laptop Newspaper Pillow RemoteControl"
+_SEAT = (
+  "BasketBall Book Box CellPhone Cloth CreditCard KeyChain Laptop Newspaper "
+  "Pillow RemoteControl"
+)
 
 _CAN_CONTAIN_TEXT = {
   "ArmChair": _SEAT,
   "BathtubBasin": "Cloth DishSponge HandTowel SoapBar",
-  "Bed": "BaseballBat BasketBall Book CellPhone Laptop Newspaper Pillow TennisRacket",
+  "Bed": (
+    "BaseballBat BasketBall Book CellPhone Laptop Newspaper Pillow TennisRacket"
+  ),
   "Cabinet": (
-    "Book Bowl Box CD Candle Cloth Cup DishSponge GlassBottle HandTowel Kettle Ladle "
-    "Mug Newspaper Pan PepperShaker Plate Plunger Pot SaltShaker SoapBar SoapBottle "
-    "SprayBottle TissueBox ToiletPaper ToiletPaperRoll Vase WateringCan WineBottle"
+    "Book Bowl Box CD Candle Cloth Cup DishSponge GlassBottle HandTowel Kettle "
+    "Ladle Mug Newspaper Pan PepperShaker Plate Plunger Pot SaltShaker SoapBar "
+    "SoapBottle SprayBottle TissueBox ToiletPaper ToiletPaperRoll Vase "
+    "WateringCan WineBottle"
   ),
   "Cart": (
-    "Candle Cloth DishSponge HandTowel Mug PaperTowel Plunger SoapBar SoapBottle "
-    "SprayBottle Statue TissueBox ToiletPaper ToiletPaperRoll Vase"
+    "Candle Cloth DishSponge HandTowel Mug PaperTowel Plunger SoapBar "
+    "SoapBottle SprayBottle Statue TissueBox ToiletPaper ToiletPaperRoll Vase"
   ),
   "CoffeeMachine": "Mug",
   "CoffeeTable": _TABLETOP,
   "CounterTop": _TABLETOP,
   "Desk": (
-    "AlarmClock BasketBall Book Bowl Box CD Candle CellPhone Cloth CreditCard Cup "
-    "GlassBottle KeyChain Laptop Mug Newspaper Pen Pencil Plate RemoteControl SoapBottle "
-    "SprayBottle Statue TennisRacket TissueBox ToiletPaper ToiletPaperRoll Vase Watch "
-    "WateringCan WineBottle"
+    "AlarmClock BasketBall Book Bowl Box CD Candle CellPhone Cloth CreditCard "
+    "Cup GlassBottle KeyChain Laptop Mug Newspaper Pen Pencil Plate "
+    "RemoteControl SoapBottle SprayBottle Statue TennisRacket TissueBox "
+    "ToiletPaper ToiletPaperRoll Vase Watch WateringCan WineBottle"
   ),
   "DiningTable": _TABLETOP,
   "Drawer": (
-    "Book ButterKnife CD Candle CellPhone Cloth CreditCard DishSponge Fork HandTowel "
-    "KeyChain Knife Ladle Newspaper Pen Pencil PepperShaker RemoteControl SaltShaker "
-    "SoapBar SoapBottle Spatula Spoon SprayBottle TissueBox ToiletPaper ToiletPaperRoll "
-    "Watch WateringCan"
+    "Book ButterKnife CD Candle CellPhone Cloth CreditCard DishSponge Fork "
+    "HandTowel KeyChain Knife Ladle Newspaper Pen Pencil PepperShaker "
+    "RemoteControl SaltShaker SoapBar SoapBottle Spatula Spoon SprayBottle "
+    "TissueBox ToiletPaper ToiletPaperRoll Watch WateringCan"
   ),
   "Dresser": (
-    "AlarmClock BasketBall Book Bowl Box CD Candle CellPhone Cloth CreditCard Cup "
-    "GlassBottle KeyChain Laptop Mug Newspaper Pen Pencil Plate RemoteControl "
-    "SprayBottle Statue TennisRacket TissueBox ToiletPaper ToiletPaperRoll Vase Watch "
-    "WateringCan WineBottle"
+    "AlarmClock BasketBall Book Bowl Box CD Candle CellPhone Cloth CreditCard "
+    "Cup GlassBottle KeyChain Laptop Mug Newspaper Pen Pencil Plate "
+    "RemoteControl SprayBottle Statue TennisRacket TissueBox ToiletPaper "
+    "ToiletPaperRoll Vase Watch WateringCan WineBottle"
   ),
-  "Fridge": "Apple Bowl Bread Cup Egg GlassBottle Lettuce Mug Pan Plate Pot Potato Tomato WineBottle",
+  "Fridge": (
+    "Apple Bowl Bread Cup Egg GlassBottle Lettuce Mug Pan Plate Pot Potato "
+    "Tomato WineBottle"
+  ),
   "GarbageCan": (
-    "Apple Bread CD Cloth DishSponge Egg HandTowel Lettuce Newspaper PaperTowel Pen "
-    "Pencil Potato SoapBar SoapBottle SprayBottle TissueBox ToiletPaper "
-    "ToiletPaperRoll Tomato WineBottle"
+    "Apple Bread CD Cloth DishSponge Egg HandTowel Lettuce Newspaper "
+    "PaperTowel Pen Pencil Potato SoapBar SoapBottle SprayBottle TissueBox "
+    "ToiletPaper ToiletPaperRoll Tomato WineBottle"
   ),
   "HandTowelHolder": "HandTowel",
   "LaundryHamper": "Cloth",
@@ -211,15 +225,17 @@ _CAN_CONTAIN_TEXT = {
   "Ottoman": _SEAT,
   "Safe": "CD CellPhone CreditCard KeyChain Statue Vase Watch",
   "Shelf": (
-    "AlarmClock Book Bowl Box CD Candle CellPhone Cloth CreditCard Cup DishSponge "
-    "GlassBottle HandTowel Kettle KeyChain Mug Newspaper PaperTowel Pen Pencil "
-    "PepperShaker Plate Pot RemoteControl SaltShaker SoapBar SoapBottle SprayBottle "
-    "Statue TissueBox ToiletPaper ToiletPaperRoll Vase Watch WateringCan WineBottle"
+    "AlarmClock Book Bowl Box CD Candle CellPhone Cloth CreditCard Cup "
+    "DishSponge GlassBottle HandTowel Kettle KeyChain Mug Newspaper PaperTowel "
+    "Pen Pencil PepperShaker Plate Pot RemoteControl SaltShaker SoapBar "
+    "SoapBottle SprayBottle Statue TissueBox ToiletPaper ToiletPaperRoll Vase "
+    "Watch WateringCan WineBottle"
   ),
   "SideTable": _TABLETOP,
   "SinkBasin": (
-    "Apple Bowl ButterKnife Cloth Cup DishSponge Egg Fork GlassBottle HandTowel "
-    "Kettle Knife Ladle Lettuce Mug Pan Plate Pot Potato SoapBar Spatula Spoon Tomato"
+    "Apple Bowl ButterKnife Cloth Cup DishSponge Egg Fork GlassBottle "
+    "HandTowel Kettle Knife Ladle Lettuce Mug Pan Plate Pot Potato SoapBar "
+    "Spatula Spoon Tomato"
   ),
   "Sofa": _SEAT,
   "StoveBurner": "Kettle Pan Pot",
@@ -237,7 +253,8 @@ CAN_CONTAIN: dict[str, frozenset[str]] = {
   r: frozenset(v.split()) for r, v in _CAN_CONTAIN_TEXT.items()
 }
 
-#: Receptacles that may hold a lamp so that ``use {lamp}`` works (spec 4.4 lamp caveat).
+#: Receptacles that may hold a lamp so that ``use {lamp}`` works (spec 4.4 lamp
+#: caveat).
 LAMP_HOLDERS = {
   "DeskLamp": ("Desk", "SideTable", "Dresser"),
   "FloorLamp": ("SideTable", "Dresser", "ArmChair", "Sofa"),
@@ -253,7 +270,8 @@ TASK_TYPES = {
 }
 TASK_TYPE_NAMES = tuple(TASK_TYPES[i] for i in sorted(TASK_TYPES))
 
-#: Goal templates (ALFWorld goal_library): {obj}/{recep}/{toggle} are lower-case type names.
+#: Goal templates (ALFWorld goal_library): {obj}/{recep}/{toggle} are lower-case
+#: type names.
 GOAL_TEMPLATES = {
   "pick_and_place_simple": (
     "put a {obj} in {recep}",
@@ -281,7 +299,8 @@ GOAL_TEMPLATES = {
   ),
 }
 
-#: Appliance receptacle type and object affordance needed by each treatment task.
+#: Appliance receptacle type and object affordance needed by each treatment
+#: task.
 TREATMENT = {
   "pick_clean_then_place_in_recep": ("SinkBasin", CLEANABLE),
   "pick_heat_then_place_in_recep": ("Microwave", HEATABLE),
@@ -298,7 +317,8 @@ VALID_ROOMS = {
   "pick_two_obj_and_place": ("kitchen", "livingroom", "bedroom", "bathroom"),
 }
 
-#: Per-task-type game counts (ALFWorld data README / ReAct table), order of TASK_TYPE_NAMES.
+#: Per-task-type game counts (ALFWorld data README / ReAct table), order of
+#: TASK_TYPE_NAMES.
 SPLIT_QUOTAS = {
   "train": (790, 308, 650, 459, 533, 813),
   "valid_seen": (35, 13, 27, 16, 25, 24),
@@ -306,7 +326,8 @@ SPLIT_QUOTAS = {
 }
 DEFAULT_SPLIT_SIZES = {"valid_seen": 140, "valid_unseen": 134}
 
-#: ALFRED scene numbers per room; the last 5 scenes of each room are held out for valid_unseen.
+#: ALFRED scene numbers per room; the last 5 scenes of each room are held out
+#: for valid_unseen.
 ROOM_SCENES = {
   "kitchen": tuple(range(1, 31)),
   "livingroom": tuple(range(201, 231)),
@@ -315,7 +336,8 @@ ROOM_SCENES = {
 }
 HELD_OUT_SCENES_PER_ROOM = 5
 
-#: Receptacle count ranges (min, max) per room (spec 4.4 / 6); one-of-a-kind entries are (1, 1).
+#: Receptacle count ranges (min, max) per room (spec 4.4 / 6); one-of-a-kind
+#: entries are (1, 1).
 ROOM_RECEPTACLES = {
   "kitchen": {
     "Cabinet": (4, 12),
@@ -476,15 +498,18 @@ ROOM_LAMPS = {
 
 
 def can_contain(recep_type: str, obj_type: str) -> bool:
-  """True if ALFRED allows an object of ``obj_type`` in a receptacle of ``recep_type``."""
+  """True if ALFRED allows an object of ``obj_type`` in a receptacle of
+  ``recep_type``."""
   return obj_type in CAN_CONTAIN.get(recep_type, frozenset())
 
 
 def canonical_type(token: str) -> str:
-  """Map a type token in any case, with or without the ``Type`` suffix, to its CamelCase name.
+  """Map a type token in any case, with or without the ``Type`` suffix, to its
+  CamelCase name.
 
-  ``"appletype" -> "Apple"``, ``"FridgeType" -> "Fridge"``, ``"sinkbasin" -> "SinkBasin"``.
-  Raises ValueError naming the token if it is not a known ALFRED object or receptacle type.
+  ``"appletype" -> "Apple"``, ``"FridgeType" -> "Fridge"``,
+  ``"sinkbasin" -> "SinkBasin"``. Raises ValueError naming the token if it is
+  not a known ALFRED object or receptacle type.
   """
   low = token.strip().lower()
   if low.endswith("type"):

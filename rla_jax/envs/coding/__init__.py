@@ -1,14 +1,20 @@
-"""Coding environment of RLAnything: tasks, datasets, sandboxed execution, parsing, rewards, prompts.
+"""Coding environment of RLAnything: tasks, datasets, sandboxed execution,
+parsing, rewards, prompts.
 
 Public API used by the RL loop:
 - ``Task`` (frozen; ``to_dict`` / ``from_dict`` for checkpointing the task pool)
-- ``generate_offline_tasks``, ``offline_train_eval_split``, ``propose_variant`` (offline family)
+- ``generate_offline_tasks``, ``offline_train_eval_split``, ``propose_variant``
+  (offline family)
 - ``load_jsonl_tasks`` (CURE / CodeContests / LiveCodeBench / LiveBench JSONL)
-- ``SandboxExecutor`` (``run`` -> ``ResultMatrix`` [P, T]; ``execute`` over (program, stdin) pairs)
+- ``SandboxExecutor`` (``run`` -> ``ResultMatrix`` [P, T]; ``execute`` over
+  (program, stdin) pairs)
 - ``extract_code``, ``parse_generated_test``, ``parse_task_proposal``
-- ``code_rewards``, ``unit_test_rewards``, ``accuracy``, ``in_training_band``, ``coding_metrics``
-- ``render_policy_prompt``, ``render_unit_test_prompt``, ``render_task_proposal_prompt``
-The TFDS builder lives in ``rla_jax.envs.coding.tfds_builder`` (imports tensorflow_datasets).
+- ``code_rewards``, ``unit_test_rewards``, ``accuracy``, ``in_training_band``,
+  ``coding_metrics``
+- ``render_policy_prompt``, ``render_unit_test_prompt``,
+  ``render_task_proposal_prompt``
+The TFDS builder lives in ``rla_jax.envs.coding.tfds_builder`` (imports
+tensorflow_datasets).
 """
 
 from rla_jax.envs.coding.datasets import (

@@ -4,17 +4,20 @@ Formats (``fmt``):
 - "cure": Gen-Verse CodeContests_train / LiveBench-ReasonFlux / CURE items:
   {question, test_input[], test_output[], test_time_limit?, task_id|id?}
 - "codecontests": DeepMind code_contests rows:
-  {name, description, public_tests{input[],output[]}, private_tests{...}, generated_tests{...},
-   time_limit{seconds,nanos}?, difficulty?}
-- "livecodebench": {question_id, question_title, question_content, difficulty, public_test_cases,
-  private_test_cases} where test cases are JSON (or base64 -> zlib -> pickle -> JSON) lists of
-  {input, output, testtype}; only "stdin" tests are supported.
-- "livebench": LiveBench coding rows {question_id, turns[], public_test_cases, private_test_cases,
-  original_json{question_content}?} with the LiveCodeBench test encoding.
+  {name, description, public_tests{input[],output[]}, private_tests{...},
+  generated_tests{...}, time_limit{seconds,nanos}?, difficulty?}
+- "livecodebench": {question_id, question_title, question_content, difficulty,
+  public_test_cases, private_test_cases} where test cases are JSON (or base64 ->
+  zlib -> pickle -> JSON) lists of {input, output, testtype}; only "stdin" tests
+  are supported.
+- "livebench": LiveBench coding rows {question_id, turns[], public_test_cases,
+  private_test_cases, original_json{question_content}?} with the LiveCodeBench
+  test encoding.
 
-Malformed rows raise ``DatasetFormatError`` naming file and line, unless ``skip_malformed=True``,
-in which case they are listed in the returned report. Well-formed rows this project cannot run
-(functional / LeetCode-style tests) are always listed in ``report.unsupported``.
+Malformed rows raise ``DatasetFormatError`` naming file and line, unless
+``skip_malformed=True``, in which case they are listed in the returned report.
+Well-formed rows this project cannot run (functional / LeetCode-style tests) are
+always listed in ``report.unsupported``.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ DEFAULT_TIME_LIMIT = {
 
 
 class DatasetFormatError(ValueError):
-  """A dataset row is malformed; the message names file:line and the offending key."""
+  """A dataset row is malformed; the message names file:line and the offending
+  key."""
 
 
 class UnsupportedTaskError(ValueError):
@@ -67,7 +71,8 @@ def _require(row: Mapping, key: str, kind: type | tuple) -> Any:
   value = row[key]
   if not isinstance(value, kind):
     raise DatasetFormatError(
-      f"key {key!r} must be {getattr(kind, '__name__', kind)}, got {type(value).__name__}"
+      f"key {key!r} must be {getattr(kind, '__name__', kind)}, got "
+      f"{type(value).__name__}"
     )
   return value
 
@@ -86,11 +91,12 @@ def _paired(
     raise DatasetFormatError(
       f"{where}: {len(inputs)} inputs but {len(outputs)} outputs"
     )
-  return list(zip(inputs, outputs))
+  return list(zip(inputs, outputs, strict=True))
 
 
 class _StrOnlyUnpickler(pickle.Unpickler):
-  """LiveCodeBench pickles a JSON string: refuse anything that would import or call code."""
+  """LiveCodeBench pickles a JSON string: refuse anything that would import or
+  call code."""
 
   def find_class(self, module, name):
     raise DatasetFormatError(
@@ -99,7 +105,8 @@ class _StrOnlyUnpickler(pickle.Unpickler):
 
 
 def decode_lcb_test_cases(value: Any, key: str) -> list[dict]:
-  """LiveCodeBench test cases: a JSON list, or base64(zlib(pickle(JSON string)))."""
+  """LiveCodeBench test cases: a JSON list, or
+  base64(zlib(pickle(JSON string)))."""
   if isinstance(value, list):
     cases = value
   elif isinstance(value, str):
@@ -118,10 +125,11 @@ def decode_lcb_test_cases(value: Any, key: str) -> list[dict]:
       ) as e:
         raise DatasetFormatError(
           f"key {key!r}: not JSON nor base64/zlib/pickle test cases ({e})"
-        )
+        ) from e
   else:
     raise DatasetFormatError(
-      f"key {key!r} must be a list or an encoded string, got {type(value).__name__}"
+      f"key {key!r} must be a list or an encoded string, got "
+      f"{type(value).__name__}"
     )
   if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
     raise DatasetFormatError(f"key {key!r} must decode to a list of objects")
@@ -153,7 +161,8 @@ def _lcb_tests(row: Mapping) -> list[tuple[str, str]]:
 def row_to_task(
   row: Any, fmt: str, default_id: str, time_limit_s: float | None = None
 ) -> Task:
-  """One parsed JSON row -> Task (raises DatasetFormatError / UnsupportedTaskError)."""
+  """One parsed JSON row -> Task (raises DatasetFormatError /
+  UnsupportedTaskError)."""
   if fmt not in FORMATS:
     raise ValueError(
       f"unknown dataset format {fmt!r}; expected one of {FORMATS}"
@@ -242,7 +251,8 @@ def load_jsonl_tasks(
   skip_malformed: bool = False,
   time_limit_s: float | None = None,
 ) -> LoadReport:
-  """Read one JSONL file of ``fmt`` rows into Tasks (tests capped at 8; ids must be unique)."""
+  """Read one JSONL file of ``fmt`` rows into Tasks (tests capped at 8; ids must
+  be unique)."""
   if fmt not in FORMATS:
     raise ValueError(
       f"unknown dataset format {fmt!r}; expected one of {FORMATS}"

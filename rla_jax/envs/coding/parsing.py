@@ -1,5 +1,6 @@
-"""Parsing of model outputs in the coding setting. Nothing here raises on model text:
-anything unparseable returns None (an invalid sample, rewarded as such downstream)."""
+"""Parsing of model outputs in the coding setting. Nothing here raises on model
+text: anything unparseable returns None (an invalid sample, rewarded as such
+downstream)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ MIN_PROPOSAL_TESTS = 4
 
 
 def extract_code(text: Any) -> str | None:
-  """The last closed ```python (or ```py / ```python3) block of ``text``; None if there is none or it is blank."""
+  """The last closed ```python (or ```py / ```python3) block of ``text``;
+  None if there is none or it is blank."""
   if not isinstance(text, str):
     return None
   blocks = _PY_BLOCK.findall(text)
@@ -45,10 +47,12 @@ def _block_text(block: str) -> str:
 
 
 def parse_generated_test(text: Any) -> tuple[str, str] | None:
-  """(stdin, expected_stdout) from the last **Test Input:** / **Test Output:** fenced pair.
+  """(stdin, expected_stdout) from the last **Test Input:** / **Test Output:**
+  fenced pair.
 
-  Returns None when no pair is found or either side is blank (the reference's "Invalid Test").
-  stdin is given a trailing newline so the last input() line is terminated.
+  Returns None when no pair is found or either side is blank (the reference's
+  "Invalid Test"). stdin is given a trailing newline so the last input() line is
+  terminated.
   """
   if not isinstance(text, str):
     return None
@@ -62,7 +66,8 @@ def parse_generated_test(text: Any) -> tuple[str, str] | None:
 
 
 def _json_objects(text: str) -> list[Any]:
-  """All JSON values that decode starting at a '{' (fenced ```json blocks included)."""
+  """All JSON values that decode starting at a '{' (fenced ```json blocks
+  included)."""
   decoder = json.JSONDecoder()
   found = []
   pos = text.find("{")
@@ -91,10 +96,12 @@ def _as_test_strings(values: Any) -> list[str] | None:
 
 
 def task_from_proposal(obj: Any, parent: Task) -> Task | None:
-  """Validate one decoded proposal {question, test_input[], test_output[], test_time_limit?}.
+  """Validate one decoded proposal {question, test_input[], test_output[],
+  test_time_limit?}.
 
-  Needs a non-blank question and >= 4 equal-length, non-blank test lists; keeps the first 8 tests.
-  The new task descends from ``parent`` (parent_id) and keeps its root_id.
+  Needs a non-blank question and >= 4 equal-length, non-blank test lists; keeps
+  the first 8 tests. The new task descends from ``parent`` (parent_id) and keeps
+  its root_id.
   """
   if not isinstance(obj, dict):
     return None
@@ -119,7 +126,7 @@ def task_from_proposal(obj: Any, parent: Task) -> Task | None:
     or not 0 < limit <= 60
   ):
     limit = parent.time_limit_s
-  tests = tuple(zip(inputs, outputs))[:MAX_TESTS_PER_TASK]
+  tests = tuple(zip(inputs, outputs, strict=True))[:MAX_TESTS_PER_TASK]
   digest = hashlib.sha1(
     json.dumps([question, tests], ensure_ascii=False).encode()
   ).hexdigest()[:12]
@@ -138,7 +145,8 @@ def task_from_proposal(obj: Any, parent: Task) -> Task | None:
 
 
 def parse_task_proposal(text: Any, parent: Task) -> Task | None:
-  """The environment model's proposal as a Task: the last valid JSON object in ``text``, else None."""
+  """The environment model's proposal as a Task: the last valid JSON object in
+  ``text``, else None."""
   if not isinstance(text, str):
     return None
   for obj in reversed(_json_objects(text)):

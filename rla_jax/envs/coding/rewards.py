@@ -1,9 +1,13 @@
-"""Coding-setting rewards and metrics as pure functions over execution result matrices.
+"""Coding-setting rewards and metrics as pure functions over execution result
+matrices.
 
-Shapes: P = code samples of one task, T = ground-truth tests, U = generated unit tests.
+Shapes: P = code samples of one task, T = ground-truth tests, U = generated
+unit tests.
 Follows the reference (``reward/llm_rl_reward.py`` of Gen-Verse/Open-AgentRL):
-- policy reward: fraction of GT tests passed, z-scored within the task's P samples;
-- unit-test reward: count-based discrimination of incorrect programs, z-scored over U;
+- policy reward: fraction of GT tests passed, z-scored within the task's P
+  samples;
+- unit-test reward: count-based discrimination of incorrect programs, z-scored
+  over U;
 - training band: tasks train only if the pass-all accuracy is in [0.2, 0.8];
 - metrics Code (GT-pass-all acc), UT (syn_ut_acc) and Detect (perfect_ut_rate).
 """
@@ -18,7 +22,8 @@ ACC_LOW, ACC_HIGH = 0.2, 0.8
 
 
 def z_score(values: np.ndarray) -> np.ndarray:
-  """z[i] = (x[i] - mean(x)) / std(x) with population std; all zeros when std == 0 (or empty).
+  """z[i] = (x[i] - mean(x)) / std(x) with population std; all zeros when
+  std == 0 (or empty).
 
   values: float [N] -> float [N].
   """
@@ -55,20 +60,23 @@ def pass_fraction(gt_pass) -> np.ndarray:
 def code_rewards(gt_pass) -> np.ndarray:
   """Policy reward: z_score_p( (1/T) sum_t gt_pass[p, t] ).
 
-  gt_pass: bool [P, T] (ground-truth test results of P code samples) -> float [P].
-  Unparseable samples should enter as all-False rows. All zeros when every sample scores the same.
+  gt_pass: bool [P, T] (ground-truth test results of P code samples)
+  -> float [P]. Unparseable samples should enter as all-False rows. All zeros
+  when every sample scores the same.
   """
   return z_score(pass_fraction(gt_pass))
 
 
 def gt_code_mask(gt_pass) -> np.ndarray:
-  """c_p = AND_t gt_pass[p, t] ("GT code": passes every ground-truth test).  bool [P, T] -> bool [P]."""
+  """c_p = AND_t gt_pass[p, t] ("GT code": passes every ground-truth test).
+  bool [P, T] -> bool [P]."""
   m = _as_bool_matrix("gt_pass", gt_pass)
   return m.all(axis=1) & (m.shape[1] > 0)
 
 
 def accuracy(gt_pass) -> float:
-  """Task accuracy acc = (1/P) sum_p c_p, the pass-all proportion.   bool [P, T] -> float."""
+  """Task accuracy acc = (1/P) sum_p c_p, the pass-all proportion.
+  bool [P, T] -> float."""
   mask = gt_code_mask(gt_pass)
   return float(mask.mean()) if mask.size else 0.0
 
@@ -83,7 +91,8 @@ def in_training_band(
 def filter_by_accuracy_band(
   accs: Sequence[float], low: float = ACC_LOW, high: float = ACC_HIGH
 ) -> np.ndarray:
-  """bool [N]: which of N tasks (given their accuracies) are inside the training band."""
+  """bool [N]: which of N tasks (given their accuracies) are inside the training
+  band."""
   a = np.asarray(accs, dtype=np.float64)
   return (a >= low) & (a <= high)
 
@@ -91,14 +100,15 @@ def filter_by_accuracy_band(
 def unit_test_raw_rewards(gt_code, gen_pass, valid) -> np.ndarray:
   """Raw unit-test reward before standardisation.
 
-  With C = {p : gt_code[p]} (correct codes), W = the other codes, test u is a "GT UT" iff
-  gen_pass[p, u] for every p in C. Then
+  With C = {p : gt_code[p]} (correct codes), W = the other codes, test u is a
+  "GT UT" iff gen_pass[p, u] for every p in C. Then
     |W| > 0:  r_u = #{p in W : not gen_pass[p, u]}   if u is a GT UT
               r_u = -#{p in W : gen_pass[p, u]}      otherwise
     |W| = 0:  r_u = +1 if u is a GT UT else -1
     invalid (unparseable) tests: r_u = -(|W| + 1), strictly below any valid test
       (deviation: the reference executes the empty test and ignores validity).
-  Requires |C| >= 1 (the reference skips tasks without a correct code; see unit_test_rewards).
+  Requires |C| >= 1 (the reference skips tasks without a correct code; see
+  unit_test_rewards).
 
   gt_code: bool [P]; gen_pass: bool [P, U]; valid: bool [U] -> float [U].
   """
@@ -113,7 +123,8 @@ def unit_test_raw_rewards(gt_code, gen_pass, valid) -> np.ndarray:
     )
   if not c.any():
     raise ValueError(
-      "unit_test_raw_rewards needs at least one correct code (gt_code all False)"
+      "unit_test_raw_rewards needs at least one correct code (gt_code all "
+      "False)"
     )
   is_gt_ut = g[c].all(axis=0)  # [U]
   wrong = g[~c]  # [|W|, U]
@@ -131,7 +142,8 @@ def unit_test_rewards(gt_code_mask, gen_pass, valid) -> np.ndarray:
   """Unit-test generator reward: z_score_u(unit_test_raw_rewards(...)).
 
   gt_code_mask: bool [P]; gen_pass: bool [P, U]; valid: bool [U] -> float [U].
-  When no code is correct the group carries no signal (the reference skips it): zeros [U].
+  When no code is correct the group carries no signal (the reference skips it):
+  zeros [U].
   """
   c = np.asarray(gt_code_mask, dtype=bool)
   if not c.any():
@@ -147,14 +159,16 @@ def coding_metrics(
 ) -> dict[str, float]:
   """Metrics over N tasks (paper names; reference names in brackets).
 
-  code   [GT-pass-all acc]: (sum_n sum_p c_np) / (sum_n P_n), over every code sample.
-  ut     [syn_ut_acc]: fraction of generated tests that pass all correct codes, over tasks with
-         at least one correct code.
-  detect [perfect_ut_rate]: fraction of generated tests that pass all correct codes AND fail all
-         incorrect codes, over tasks having both kinds.
+  code   [GT-pass-all acc]: (sum_n sum_p c_np) / (sum_n P_n), over every
+         code sample.
+  ut     [syn_ut_acc]: fraction of generated tests that pass all correct
+         codes, over tasks with at least one correct code.
+  detect [perfect_ut_rate]: fraction of generated tests that pass all correct
+         codes AND fail all incorrect codes, over tasks having both kinds.
   Invalid generated tests count as not correct / not perfect.
 
-  gt_pass_per_task[n]: bool [P_n, T_n]; gen_pass_per_task[n]: bool [P_n, U_n]; valid_per_task[n]: bool [U_n].
+  gt_pass_per_task[n]: bool [P_n, T_n]; gen_pass_per_task[n]: bool [P_n, U_n];
+  valid_per_task[n]: bool [U_n].
   """
   n_codes = n_gt_codes = 0
   ut_total = ut_correct = det_total = det_perfect = 0

@@ -1,29 +1,34 @@
 """Sandboxed, batched execution of untrusted stdin/stdout Python programs.
 
-Every program runs in a fresh subprocess started with exec (``subprocess.Popen`` without
-``preexec_fn``, ``start_new_session=True``) of ``python -I -S -B sandbox_launcher.py``;
-the launcher applies the isolation to itself (see its docstring): namespaces where the
-platform allows them, read-only filesystem except a size-capped tmpfs working directory,
-an unprivileged dedicated uid when started as root, rlimits (CPU, address space, file
-size = output cap, open files, processes, core, stack) and a wall-clock limit after which
-the whole process group / pid namespace is killed. The environment is scrubbed.
+Every program runs in a fresh subprocess started with exec (``subprocess.Popen``
+without ``preexec_fn``, ``start_new_session=True``) of
+``python -I -S -B sandbox_launcher.py``; the launcher applies the isolation to
+itself (see its docstring): namespaces where the platform allows them, read-only
+filesystem except a size-capped tmpfs working directory, an unprivileged
+dedicated uid when started as root, rlimits (CPU, address space, file size =
+output cap, open files, processes, core, stack) and a wall-clock limit after
+which the whole process group / pid namespace is killed. The environment is
+scrubbed.
 
-One launcher runs all tests of one program (up to ``tests_per_process``), forking a fresh
-child per test from its clean state, so isolation is per test while interpreter start-up
-is paid once per program. Launchers run concurrently on a bounded thread pool.
+One launcher runs all tests of one program (up to ``tests_per_process``),
+forking a fresh child per test from its clean state, so isolation is per test
+while interpreter start-up is paid once per program. Launchers run concurrently
+on a bounded thread pool.
 
 Modes (``SandboxExecutor.isolation_report()`` says which one a platform got):
-- namespaces (root, or non-root with unprivileged user namespaces): network namespace (no
-  network), pid namespace (trainer invisible, everything dies with the namespace), read-only
-  filesystem except a tmpfs /tmp/work, and as root a dedicated uid per concurrent slot
-  (flock-allocated from ``uid_base``) so RLIMIT_NPROC holds.
-- fallback (no namespaces): in-process socket guard (bypassable, e.g. with ctypes), uid drop as
-  root (world-writable directories such as /tmp remain writable), and only common stdlib modules
-  importable when the uid cannot read the interpreter prefix. Non-root without namespaces gets
-  no uid separation: the program could signal the trainer. Prefer a platform with namespaces.
-Known limits: no seccomp; CPU time of a test is bounded by RLIMIT_CPU and the wall limit, not
-shared fairly; the non-root user-namespace path was not exercised on the development machine
-(it runs as root).
+- namespaces (root, or non-root with unprivileged user namespaces): network
+  namespace (no network), pid namespace (trainer invisible, everything dies with
+  the namespace), read-only filesystem except a tmpfs /tmp/work, and as root a
+  dedicated uid per concurrent slot (flock-allocated from ``uid_base``) so
+  RLIMIT_NPROC holds.
+- fallback (no namespaces): in-process socket guard (bypassable, e.g. with
+  ctypes), uid drop as root (world-writable directories such as /tmp remain
+  writable), and only common stdlib modules importable when the uid cannot read
+  the interpreter prefix. Non-root without namespaces gets no uid separation:
+  the program could signal the trainer. Prefer a platform with namespaces.
+Known limits: no seccomp; CPU time of a test is bounded by RLIMIT_CPU and the
+wall limit, not shared fairly; the non-root user-namespace path was not
+exercised on the development machine (it runs as root).
 """
 
 from __future__ import annotations
@@ -64,7 +69,8 @@ OUTPUT_LIMIT = "output_limit"
 INVALID_PROGRAM = (
   "invalid_program"  # no code could be extracted; never executed
 )
-SANDBOX_ERROR = "sandbox_error"  # the launcher itself failed (a bug or an unsupported platform)
+# the launcher itself failed (a bug or an unsupported platform)
+SANDBOX_ERROR = "sandbox_error"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,7 +133,8 @@ class ResultMatrix:
 
 
 class _UidPool:
-  """Dedicated uids for concurrent launchers, exclusive across processes via flock."""
+  """Dedicated uids for concurrent launchers, exclusive across processes via
+  flock."""
 
   def __init__(self, base: int, lock_dir: str):
     self._base = base
@@ -159,7 +166,8 @@ class _UidPool:
 
 
 def _kill_uid_processes(uid: int, rounds: int = 50) -> None:
-  """SIGKILL every process owned by ``uid`` (root only; used after a launcher was killed)."""
+  """SIGKILL every process owned by ``uid`` (root only; used after a launcher
+  was killed)."""
   for _ in range(rounds):
     found = False
     for name in os.listdir("/proc"):
@@ -188,7 +196,8 @@ def _uid_map_allows(uid: int) -> bool:
 
 
 def _read_capped(path: str, cap: int, tail: bool = False) -> tuple[str, int]:
-  """Read at most ``cap`` bytes (head, or tail) of a file; returns (text, full size)."""
+  """Read at most ``cap`` bytes (head, or tail) of a file; returns (text, full
+  size)."""
   try:
     size = os.path.getsize(path)
     with open(path, "rb") as f:
@@ -201,7 +210,8 @@ def _read_capped(path: str, cap: int, tail: bool = False) -> tuple[str, int]:
 
 
 class SandboxExecutor:
-  """Runs untrusted programs on stdin tests, many at a time. Use as a context manager."""
+  """Runs untrusted programs on stdin tests, many at a time. Use as a context
+  manager."""
 
   def __init__(
     self,
@@ -227,7 +237,7 @@ class SandboxExecutor:
     self.last_isolation: dict | None = None
     self._closed = False
 
-  # -- lifecycle -------------------------------------------------------------------------
+  # -- lifecycle ---------------------------------------------------------------
   def close(self) -> None:
     if not self._closed:
       self._closed = True
@@ -239,14 +249,14 @@ class SandboxExecutor:
   def __exit__(self, *exc) -> None:
     self.close()
 
-  # -- public API --------------------------------------------------------------------------
+  # -- public API --------------------------------------------------------------
   def execute(
     self, pairs: Sequence[tuple[str | None, str]], time_limit_s: float
   ) -> list[ExecutionOutcome]:
     """Run each (program, stdin) pair; a ``None`` program gives INVALID_PROGRAM.
 
-    Pairs sharing a program text run in the same launcher (a fresh fork per stdin).
-    Returns one outcome per pair, in order.
+    Pairs sharing a program text run in the same launcher (a fresh fork per
+    stdin). Returns one outcome per pair, in order.
     """
     if self._closed:
       raise RuntimeError("SandboxExecutor is closed")
@@ -254,7 +264,7 @@ class SandboxExecutor:
       raise ValueError(f"time_limit_s must be in (0, 600], got {time_limit_s}")
     outcomes: list[ExecutionOutcome | None] = [None] * len(pairs)
     by_program: dict[str, list[int]] = {}
-    for idx, (program, stdin) in enumerate(pairs):
+    for idx, (program, _stdin) in enumerate(pairs):
       if program is None:
         outcomes[idx] = ExecutionOutcome(INVALID_PROGRAM)
       else:
@@ -272,7 +282,7 @@ class SandboxExecutor:
         )
         futures.append((part, fut))
     for part, fut in futures:
-      for i, outcome in zip(part, fut.result()):
+      for i, outcome in zip(part, fut.result(), strict=True):
         outcomes[i] = outcome
     return outcomes  # type: ignore[return-value]
 
@@ -282,7 +292,8 @@ class SandboxExecutor:
     tests: Sequence[tuple[str, str]],
     time_limit_s: float,
   ) -> ResultMatrix:
-    """Run every program on every (stdin, expected_stdout) test -> ResultMatrix [P, T]."""
+    """Run every program on every (stdin, expected_stdout) test -> ResultMatrix
+    [P, T]."""
     pairs = [(p, t[0]) for p in programs for t in tests]
     flat = self.execute(pairs, time_limit_s) if pairs else []
     n_p, n_t = len(programs), len(tests)
@@ -300,11 +311,12 @@ class SandboxExecutor:
     return ResultMatrix(passed=passed, status=status)
 
   def isolation_report(self) -> dict:
-    """Run a no-op program and return the launcher's isolation report (what was achieved)."""
+    """Run a no-op program and return the launcher's isolation report (what was
+    achieved)."""
     self.execute([("pass", "")], time_limit_s=2.0)
     return dict(self.last_isolation or {})
 
-  # -- one launcher ----------------------------------------------------------------------
+  # -- one launcher ------------------------------------------------------------
   def _launcher_env(self, workdir: str) -> dict[str, str]:
     return {
       "PATH": "/usr/bin:/bin",

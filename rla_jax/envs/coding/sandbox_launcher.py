@@ -1,26 +1,29 @@
 """Sandbox launcher: runs ONE untrusted program on a list of stdin files.
 
-Started by ``sandbox.SandboxExecutor`` as ``python -I -S -B sandbox_launcher.py CONFIG.marshal``
-in a fresh process (exec, never a fork of the trainer). It imports nothing from rla_jax
-(it must work with ``-I -S``) and applies every restriction to itself and its children:
+Started by ``sandbox.SandboxExecutor`` as
+``python -I -S -B sandbox_launcher.py CONFIG.marshal`` in a fresh process (exec,
+never a fork of the trainer). It imports nothing from rla_jax (it must work with
+``-I -S``) and applies every restriction to itself and its children:
 
-1. Opens the per-test stdin/stdout/stderr files and the status file while it still sees them.
+1. Opens the per-test stdin/stdout/stderr files and the status file while it
+   still sees them.
 2. Isolation (best effort, reported in the first status line):
    - root:      unshare(NEWNS | NEWPID | NEWNET)
    - non-root:  unshare(NEWUSER | NEWNS | NEWPID | NEWNET) with a 1-uid map
-   If that works: make all mounts private, remount every mount read-only, mount a fresh
-   /proc (only sandbox pids visible) and a size-capped tmpfs as the working directory.
-   Otherwise (fallback) try a network namespace alone; without one, the per-test child
-   installs an in-process socket guard.
-3. As root with a dedicated uid: every per-test child drops to that uid (so RLIMIT_NPROC is
-   enforced and the trainer's processes, /proc files and private files are out of reach);
-   the launcher keeps its uid, so a test cannot signal it, and is a child subreaper, so
-   orphans come back to it and are reaped.
-4. For each test: fork a fresh child from the clean launcher state; the child sets its own
-   rlimits (CPU, AS, FSIZE, NOFILE, NPROC, CORE, STACK), wires the test files to fd 0/1/2,
-   and executes the program text. The parent enforces the wall-clock limit, then kills
-   everything the child left behind (kill(-1) as the pid-namespace init or dedicated uid,
-   else the child's process group) and writes one JSON status line per test.
+   If that works: make all mounts private, remount every mount read-only, mount
+   a fresh /proc (only sandbox pids visible) and a size-capped tmpfs as the
+   working directory. Otherwise (fallback) try a network namespace alone;
+   without one, the per-test child installs an in-process socket guard.
+3. As root with a dedicated uid: every per-test child drops to that uid (so
+   RLIMIT_NPROC is enforced and the trainer's processes, /proc files and private
+   files are out of reach); the launcher keeps its uid, so a test cannot signal
+   it, and is a child subreaper, so orphans come back to it and are reaped.
+4. For each test: fork a fresh child from the clean launcher state; the child
+   sets its own rlimits (CPU, AS, FSIZE, NOFILE, NPROC, CORE, STACK), wires the
+   test files to fd 0/1/2, and executes the program text. The parent enforces
+   the wall-clock limit, then kills everything the child left behind (kill(-1)
+   as the pid-namespace init or dedicated uid, else the child's process group)
+   and writes one JSON status line per test.
 """
 
 import ctypes
@@ -109,7 +112,7 @@ def _b(s):
 def _mount(source, target, fstype, flags, data=None):
   if _libc.mount(_b(source), _b(target), _b(fstype), flags, _b(data)) != 0:
     err = ctypes.get_errno()
-    raise OSError(err, "mount %s: %s" % (target, os.strerror(err)))
+    raise OSError(err, f"mount {target}: {os.strerror(err)}")
 
 
 def _unshare(flags):
@@ -138,7 +141,8 @@ def _mountinfo():
 
 
 def _setup_namespaces(cfg, report):
-  """Unshare namespaces; returns True when mount+pid+net namespaces are in effect."""
+  """Unshare namespaces; returns True when mount+pid+net namespaces are in
+  effect."""
   is_root = os.geteuid() == 0
   if cfg["use_namespaces"]:
     flags = (
@@ -152,8 +156,8 @@ def _setup_namespaces(cfg, report):
       _unshare(flags)
       if not is_root:
         _write_file("/proc/self/setgroups", "deny")
-        _write_file("/proc/self/uid_map", "0 %d 1" % uid)
-        _write_file("/proc/self/gid_map", "0 %d 1" % gid)
+        _write_file("/proc/self/uid_map", f"0 {uid} 1")
+        _write_file("/proc/self/gid_map", f"0 {gid} 1")
       report["namespaces"] = "mount+pid+net" + ("" if is_root else "+user")
       report["network"] = "netns"
       return True
@@ -170,7 +174,8 @@ def _setup_namespaces(cfg, report):
 
 
 def _setup_filesystem(cfg, report):
-  """Inside the new mount namespace: private, read-only everything, fresh /proc, tmpfs workdir."""
+  """Inside the new mount namespace: private, read-only everything, fresh /proc,
+  tmpfs workdir."""
   _mount(None, "/", None, MS_REC | MS_PRIVATE)
   failures = []
   for mp, flags in _mountinfo():
@@ -183,16 +188,17 @@ def _setup_filesystem(cfg, report):
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     report["proc"] = "private"
   except OSError as e:
-    report["proc"] = "host (%s)" % e
-  # A fresh, size-capped /tmp holds the working directory and a read-only view of the Python
-  # library (the dropped uid may not be able to traverse the real prefix, e.g. /root/.pyenv).
+    report["proc"] = f"host ({e})"
+  # A fresh, size-capped /tmp holds the working directory and a read-only view
+  # of the Python library (the dropped uid may not be able to traverse the real
+  # prefix, e.g. /root/.pyenv).
   uid = cfg["uid"] if cfg["uid"] is not None else 0
   _mount(
     "tmpfs",
     "/tmp",
     "tmpfs",
     MS_NOSUID | MS_NODEV,
-    "size=%d,mode=0755" % cfg["tmpfs_bytes"],
+    f"size={int(cfg['tmpfs_bytes'])},mode=0755",
   )
   os.mkdir("/tmp/work", 0o700)
   os.chown("/tmp/work", uid, uid)
@@ -214,10 +220,12 @@ def _setup_filesystem(cfg, report):
 
 
 def _prepare_workdir_and_uid(cfg, report):
-  """Enter the working directory; decide the uid the per-test children will drop to.
+  """Enter the working directory; decide the uid the per-test children will drop
+  to.
 
-  The launcher itself keeps its uid so that a test child (running as the dedicated uid)
-  cannot signal it; each child drops privileges right after setting its rlimits.
+  The launcher itself keeps its uid so that a test child (running as the
+  dedicated uid) cannot signal it; each child drops privileges right after
+  setting its rlimits.
   """
   uid = cfg["uid"]
   drop = uid is not None and os.geteuid() == 0
@@ -310,7 +318,7 @@ def _run_child(cfg, src, fds):
   except (
     BaseException
   ) as e:  # setup failure: visible as a sandbox error, not a user error
-    os.write(2, ("sandbox child setup failed: %r\n" % (e,)).encode())
+    os.write(2, f"sandbox child setup failed: {e!r}\n".encode())
     os._exit(121)
   code = 0
   try:
@@ -327,7 +335,8 @@ def _run_child(cfg, src, fds):
       print(e.code, file=sys.stderr)
       code = 1
   except BaseException:
-    import traceback  # lazily: keeps launcher start-up fast (reachable via sys_path / preimport)
+    # lazily: keeps launcher start-up fast (reachable via sys_path / preimport)
+    import traceback
 
     traceback.print_exc()
     code = 1
@@ -340,7 +349,8 @@ def _run_child(cfg, src, fds):
 
 
 def _kill_all_signalable():
-  """kill(-1, SIGKILL) until nothing is left: every process we may signal except ourselves."""
+  """kill(-1, SIGKILL) until nothing is left: every process we may signal except
+  ourselves."""
   for _ in range(100):
     try:
       os.kill(-1, signal.SIGKILL)
@@ -352,9 +362,10 @@ def _kill_all_signalable():
 def _kill_leftovers(child_pid, is_ns_init, dedicated_uid):
   """Kill everything a test left running, then reap zombies.
 
-  As pid-namespace init: kill(-1) reaches exactly the sandbox's processes. With a dedicated
-  uid (fallback as root): a short-lived helper becomes that uid and does kill(-1). Otherwise:
-  the child's process group (processes that called setsid() escape until the wall kill).
+  As pid-namespace init: kill(-1) reaches exactly the sandbox's processes. With
+  a dedicated uid (fallback as root): a short-lived helper becomes that uid and
+  does kill(-1). Otherwise: the child's process group (processes that called
+  setsid() escape until the wall kill).
   """
   if is_ns_init:
     _kill_all_signalable()
@@ -419,7 +430,8 @@ def _clear_workdir(path):
 
 
 def _write_record(fd, record):
-  """One status record per line, as a Python literal (json would cost ~25 ms of imports)."""
+  """One status record per line, as a Python literal (json would cost ~25 ms of
+  imports)."""
   os.write(fd, (repr(record) + "\n").encode())
 
 
@@ -472,7 +484,9 @@ def main(config_path):
         os.open(o, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
         os.open(e, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
       )
-      for i, o, e in zip(cfg["inputs"], cfg["outputs"], cfg["errors"])
+      for i, o, e in zip(
+        cfg["inputs"], cfg["outputs"], cfg["errors"], strict=True
+      )
     ]
     report = {}
     cfg["report"] = report
@@ -491,7 +505,8 @@ def main(config_path):
       _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     ):  # orphaned test processes come back to us
       report["subreaper"] = True
-    # RLIMIT_NPROC is ignored for real root; it holds for a dropped uid and inside a user namespace.
+    # RLIMIT_NPROC is ignored for real root; it holds for a dropped uid and
+    # inside a user namespace.
     cfg["enforce_nproc"] = not started_as_root or cfg["drop_to_uid"] is not None
     report["nproc_limit"] = cfg["enforce_nproc"]
     _write_record(status_fd, {"isolation": report})
@@ -505,7 +520,7 @@ def main(config_path):
   except BaseException as e:
     import traceback
 
-    _write_record(status_fd, {"fatal": "%s\n%s" % (e, traceback.format_exc())})
+    _write_record(status_fd, {"fatal": f"{e}\n{traceback.format_exc()}"})
     os._exit(2)
   os._exit(0)
 

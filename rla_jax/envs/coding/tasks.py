@@ -21,7 +21,8 @@ DEFAULT_TIME_LIMIT_S = 2.0
 
 
 class TaskFormatError(ValueError):
-  """A task record (dict, JSON line, proposal) does not have the required shape."""
+  """A task record (dict, JSON line, proposal) does not have the required
+  shape."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,12 +34,14 @@ class Task:
     question: the problem statement shown to the policy.
     tests: ground-truth tests, a tuple of ``(stdin, expected_stdout)`` pairs.
     time_limit_s: per-test wall/CPU limit in seconds.
-    difficulty: a number; higher is harder (family level, or a dataset label mapped
-      to a number: easy=1, medium=2, hard=3; 0 when unknown).
-    root_id: id of the original task this one descends from (itself for originals).
+    difficulty: a number; higher is harder (family level, or a dataset label
+      mapped to a number: easy=1, medium=2, hard=3; 0 when unknown).
+    root_id: id of the original task this one descends from (itself for
+      originals).
     parent_id: id of the task this one was derived from (None for originals).
     family_spec: for generated (offline family) tasks, a JSON string that lets
-      ``offline_family.propose_variant`` rebuild harder/easier variants; "" otherwise.
+      ``offline_family.propose_variant`` rebuild harder/easier variants; ""
+      otherwise.
   """
 
   task_id: str
@@ -65,7 +68,8 @@ class Task:
     for i, t in enumerate(tests):
       if len(t) != 2 or not all(isinstance(x, str) for x in t):
         raise TaskFormatError(
-          f"task {self.task_id!r}: test {i} must be a (stdin, stdout) pair of strings, got {t!r}"
+          f"task {self.task_id!r}: test {i} must be a (stdin, stdout) pair of "
+          f"strings, got {t!r}"
         )
     object.__setattr__(self, "tests", tests)
     if not (
@@ -73,7 +77,8 @@ class Task:
       and 0 < float(self.time_limit_s) <= 600
     ):
       raise TaskFormatError(
-        f"task {self.task_id!r}: time_limit_s must be in (0, 600], got {self.time_limit_s!r}"
+        f"task {self.task_id!r}: time_limit_s must be in (0, 600], got "
+        f"{self.time_limit_s!r}"
       )
     object.__setattr__(self, "time_limit_s", float(self.time_limit_s))
     object.__setattr__(self, "difficulty", float(self.difficulty))
@@ -88,7 +93,8 @@ class Task:
 
   @classmethod
   def from_dict(cls, d: Mapping[str, Any]) -> Task:
-    """Inverse of ``to_dict``; unknown keys are an error (they indicate a wrong file)."""
+    """Inverse of ``to_dict``; unknown keys are an error (they indicate a wrong
+    file)."""
     if not isinstance(d, Mapping):
       raise TaskFormatError(
         f"Task.from_dict needs a mapping, got {type(d).__name__}"
@@ -118,7 +124,8 @@ def cap_tests(
 
 
 def normalise_output(text: str) -> str:
-  """Whitespace-token normal form: ``" ".join(text.split())`` (reference comparison rule)."""
+  """Whitespace-token normal form: ``" ".join(text.split())`` (reference
+  comparison rule)."""
   return " ".join(text.split())
 
 
@@ -131,7 +138,8 @@ DIFFICULTY_LABELS = {"easy": 1.0, "medium": 2.0, "hard": 3.0}
 
 
 def difficulty_from_label(label: Any) -> float:
-  """Map a dataset difficulty label (easy/medium/hard or a number) to a float; unknown -> 0."""
+  """Map a dataset difficulty label (easy/medium/hard or a number) to a float;
+  unknown -> 0."""
   if isinstance(label, (int, float)) and not isinstance(label, bool):
     return float(label)
   if isinstance(label, str):

@@ -1,7 +1,8 @@
 """tensorflow-datasets integration for coding tasks, without TensorFlow.
 
-``prepare_coding_dataset`` writes array_record splits once; ``TaskDataSource`` reads them back by
-index through ``tfds.data_source`` and decodes each record into a ``Task``.
+``prepare_coding_dataset`` writes array_record splits once; ``TaskDataSource``
+reads them back by index through ``tfds.data_source`` and decodes each record
+into a ``Task``.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ def prepare_coding_dataset(
   *,
   skip_malformed: bool = False,
 ) -> dict[str, list[str]]:
-  """Prepare splits {split: [(jsonl path, format)]} under ``data_dir`` as array_record.
+  """Prepare splits {split: [(jsonl path, format)]} under ``data_dir`` as
+  array_record.
 
-  Returns the preparation report {"malformed": [...], "unsupported": [...]} ("file:line: reason").
-  Malformed rows abort preparation (DatasetFormatError naming file:line) unless skip_malformed.
+  Returns the preparation report {"malformed": [...], "unsupported": [...]}
+  ("file:line: reason"). Malformed rows abort preparation (DatasetFormatError
+  naming file:line) unless skip_malformed.
   """
   for split, files in sources.items():
     for path, _ in files:
@@ -52,7 +55,7 @@ def record_to_task(record: dict) -> Task:
   """Decode one tfds record (bytes for Text features) into a Task."""
   tests = tuple(
     (_text(i), _text(o))
-    for i, o in zip(record["test_inputs"], record["test_outputs"])
+    for i, o in zip(record["test_inputs"], record["test_outputs"], strict=True)
   )
   return Task(
     task_id=_text(record["task_id"]),
@@ -67,7 +70,8 @@ def record_to_task(record: dict) -> Task:
 
 
 class TaskDataSource:
-  """Random-access Tasks of one prepared split: ``len(ds)``, ``ds[i]``, ``ds[[i, j]]``."""
+  """Random-access Tasks of one prepared split: ``len(ds)``, ``ds[i]``,
+  ``ds[[i, j]]``."""
 
   def __init__(self, data_dir: str, split: str):
     self._source = tfds.data_source(

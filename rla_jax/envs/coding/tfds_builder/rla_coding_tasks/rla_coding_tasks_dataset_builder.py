@@ -1,9 +1,12 @@
-"""TFDS GeneratorBasedBuilder turning local coding JSONL files into array_record splits.
+"""TFDS GeneratorBasedBuilder turning local coding JSONL files into array_record
+splits.
 
-Works without TensorFlow: always prepared with ``file_format="array_record"`` and read through
-``tfds.data_source`` (random access by index). The builder lives in its own package directory
-(``rla_coding_tasks/rla_coding_tasks_dataset_builder.py`` defining ``Builder``), the layout
-``dataset_info_from_configs`` needs; the registered dataset name is ``rla_coding_tasks``.
+Works without TensorFlow: always prepared with ``file_format="array_record"``
+and read through ``tfds.data_source`` (random access by index). The builder
+lives in its own package directory
+(``rla_coding_tasks/rla_coding_tasks_dataset_builder.py`` defining ``Builder``),
+the layout ``dataset_info_from_configs`` needs; the registered dataset name is
+``rla_coding_tasks``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ SplitSources = Mapping[
 
 
 class Builder(tfds.core.GeneratorBasedBuilder):
-  """Coding tasks (question, stdin/stdout tests, limits, lineage) from local JSONL files."""
+  """Coding tasks (question, stdin/stdout tests, limits, lineage) from local
+  JSONL files."""
 
   VERSION = tfds.core.Version("1.0.0")
   RELEASE_NOTES = {"1.0.0": "Initial release."}
@@ -42,7 +46,8 @@ class Builder(tfds.core.GeneratorBasedBuilder):
       for path, fmt in files:
         if fmt not in FORMATS:
           raise ValueError(
-            f"split {split!r}: unknown format {fmt!r} for {path}; expected one of {FORMATS}"
+            f"split {split!r}: unknown format {fmt!r} for {path}; expected one "
+            f"of {FORMATS}"
           )
     self._skip_malformed = skip_malformed
     self.preparation_report: dict[str, list[str]] = {
@@ -72,7 +77,8 @@ class Builder(tfds.core.GeneratorBasedBuilder):
   def _split_generators(self, dl_manager):
     if not self._sources:
       raise DatasetFormatError(
-        "rla_coding_tasks: nothing to prepare; pass sources={split: [(path, format)]}"
+        "rla_coding_tasks: nothing to prepare; pass sources={split: [(path, "
+        "format)]}"
       )
     return {
       split: self._generate_examples(files)
