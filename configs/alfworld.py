@@ -12,6 +12,7 @@ Presets:
 import ml_collections
 
 from configs import common
+from rla_jax.errors import ConfigError
 
 PRESETS = ("default", "smoke", "paper")
 
@@ -19,7 +20,7 @@ PRESETS = ("default", "smoke", "paper")
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   preset = arg or "default"
   if preset not in PRESETS:
-    raise ValueError(
+    raise ConfigError(
       f"configs/alfworld.py: unknown preset {preset!r}; choose one of {PRESETS}"
     )
   c = common.base("alfworld")

@@ -15,6 +15,7 @@ Presets:
 import ml_collections
 
 from configs import common
+from rla_jax.errors import ConfigError
 
 PRESETS = ("default", "smoke", "paper")
 
@@ -22,7 +23,7 @@ PRESETS = ("default", "smoke", "paper")
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   preset = arg or "default"
   if preset not in PRESETS:
-    raise ValueError(
+    raise ConfigError(
       f"configs/coding.py: unknown preset {preset!r}; choose one of {PRESETS}"
     )
   c = common.base("coding")

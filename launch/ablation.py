@@ -25,7 +25,14 @@ if _REPO not in sys.path:
 from absl import app, flags
 from ml_collections import config_flags
 
-from launch.cli import enable_compilation_cache, log, resolve_config_arg
+from launch.cli import (
+  enable_compilation_cache,
+  fail,
+  log,
+  parse_flags_or_fail,
+  resolve_config_arg,
+)
+from rla_jax.errors import ConfigError
 
 STAGES = {
   "Policy": {
@@ -66,8 +73,27 @@ def _set(config, dotted: str, value) -> None:
   node[last] = value
 
 
+def check_stages_and_seeds(stages: list[str], seeds: list[str]) -> None:
+  """Raises ConfigError naming the flag of an unknown stage or a seed that
+  is not an integer (before any run starts)."""
+  unknown = [s for s in stages if s not in STAGES]
+  if unknown:
+    raise ConfigError(
+      f"--stages: unknown stage(s) {unknown}; known: {list(STAGES)}"
+    )
+  for seed in seeds:
+    try:
+      int(seed)
+    except ValueError:
+      raise ConfigError(f"--seeds: {seed!r} is not an integer") from None
+
+
 def main(argv):
   del argv
+  try:
+    check_stages_and_seeds(_STAGES.value, _SEEDS.value)
+  except ConfigError as e:
+    fail(e)
   from rla_jax.metrics import (
     MetricsWriter,
     last_values,
@@ -81,11 +107,6 @@ def main(argv):
   results, curves = {"Before": []}, {}
   before = {}  # seed -> metrics row 0 (evaluation before any update)
   t_start = time.time()
-  unknown = [s for s in _STAGES.value if s not in STAGES]
-  if unknown:
-    raise ValueError(
-      f"--stages: unknown stage(s) {unknown}; known: {list(STAGES)}"
-    )
   for stage in _STAGES.value:
     results[stage], curves[stage] = [], []
     for seed in _SEEDS.value:
@@ -99,7 +120,11 @@ def main(argv):
       config.eval.at_start = seed not in before
       workdir = os.path.join(_OUT.value, stage.strip("+"), f"seed{seed}")
       log(f"ablation: stage {stage}, seed {seed} -> {workdir}")
-      make_loop(config, workdir, log=log).run()
+      try:
+        loop = make_loop(config, workdir, log=log)
+      except ConfigError as e:  # bad input: one message, no traceback
+        fail(e)  # any other error is a bug: it keeps its traceback
+      loop.run()
       history = MetricsWriter.read_history(workdir)
       if seed not in before:
         if not history or not any(k.startswith("eval/") for k in history[0]):
@@ -135,6 +160,11 @@ def main(argv):
   print(table)
 
 
+def _parse_flags(argv: list[str]) -> list[str]:
+  """Parses flags; a bad config file, preset or override is one message."""
+  return parse_flags_or_fail(argv, _CONFIG)
+
+
 if __name__ == "__main__":
   sys.argv = resolve_config_arg(sys.argv)
-  app.run(main)
+  app.run(main, flags_parser=_parse_flags)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import NoReturn
+
+from absl import flags
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_DIR = os.path.join(_REPO, "configs")
@@ -54,10 +57,28 @@ def log(msg: str) -> None:
   print(msg, file=sys.stderr, flush=True)
 
 
-SETUP_ERRORS = (ValueError, KeyError, FileNotFoundError, AttributeError)
+# What parsing the flags raises for a bad config file, preset or
+# --config.* override (ml_collections evaluates the config file and applies
+# the overrides then). Only flag parsing catches these; once the flags are
+# parsed, the launchers catch only rla_jax.errors.ConfigError (bad input),
+# so any other error keeps its traceback.
+FLAG_ERRORS = (ValueError, KeyError, FileNotFoundError, AttributeError)
 
 
-def fail(e: BaseException, key_error_prefix: str = "") -> None:
+def parse_flags_or_fail(argv: list[str], config_flag) -> list[str]:
+  """Parses the absl flags and evaluates `config_flag` (a config_flags
+  holder: its file, preset and overrides); a bad one is one message."""
+  try:
+    rest = flags.FLAGS(argv)
+    _ = config_flag.value
+    return rest
+  except flags.Error as e:
+    fail(e.__cause__ or e, key_error_prefix="unknown config key ")
+  except FLAG_ERRORS as e:
+    fail(e, key_error_prefix="unknown config key ")
+
+
+def fail(e: BaseException, key_error_prefix: str = "") -> NoReturn:
   """Prints one "error: ..." line and exits 2. A KeyError's message (also
   one wrapped in an AttributeError, as ml_collections raises for an unknown
   nested key) gets `key_error_prefix`."""

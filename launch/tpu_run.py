@@ -24,12 +24,13 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from launch.cli import (
-  SETUP_ERRORS,
   enable_compilation_cache,
   fail,
   log,
+  parse_flags_or_fail,
   resolve_config_arg,
 )
+from rla_jax.errors import ConfigError
 
 _CONFIG = config_flags.DEFINE_config_file(
   "config",
@@ -59,8 +60,8 @@ def main(argv):
   log(f"rla_jax: config {config.name}:{config.preset}, workdir {workdir}")
   try:
     loop = make_loop(config, workdir, log=log)
-  except SETUP_ERRORS as e:  # bad input: one message, no traceback
-    fail(e)
+  except ConfigError as e:  # bad input: one message, no traceback
+    fail(e)  # any other error is a bug: it keeps its traceback
   loop.run()
 
 
@@ -74,14 +75,7 @@ def run():
 
 def _parse_flags(argv: list[str]) -> list[str]:
   """Parses flags; a bad config file, preset or override is one message."""
-  try:
-    rest = flags.FLAGS(argv)
-    _CONFIG.value
-    return rest
-  except flags.Error as e:
-    fail(e.__cause__ or e, key_error_prefix="unknown config key ")
-  except SETUP_ERRORS as e:
-    fail(e, key_error_prefix="unknown config key ")
+  return parse_flags_or_fail(argv, _CONFIG)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,10 @@ import os
 import jax
 import orbax.checkpoint as ocp
 
+from rla_jax.errors import ConfigError
 
-class CheckpointMismatch(ValueError):
+
+class CheckpointMismatch(ConfigError):
   """The workdir holds a checkpoint written with an incompatible config."""
 
 

@@ -1,29 +1,48 @@
-"""The launcher's command line: config resolution, overrides and bad input.
+"""The launchers' command line: config resolution, overrides and bad input.
 
-Each case runs `python launch/tpu_run.py` in a subprocess and checks that it
-fails fast with one clear message (before anything is compiled).
+Most cases run `python launch/tpu_run.py` in a subprocess and check that
+bad input fails fast with one clear `error:` line and exit 2 (before
+anything is compiled); the others check that any error other than a
+ConfigError (a bug) propagates with its traceback instead.
 """
 
 import os
 import subprocess
 import sys
+import types
 
+import ml_collections
 import pytest
+
+from rla_jax.errors import ConfigError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(ROOT, "launch", "tpu_run.py")
 
 
-def _run(args, env=None, timeout=240):
+def _run(args, env=None, timeout=240, script=LAUNCH):
   full_env = {**os.environ, **(env or {})}
   return subprocess.run(
-    [sys.executable, LAUNCH, *args],
+    [sys.executable, script, *args],
     capture_output=True,
     text=True,
     timeout=timeout,
     env=full_env,
     cwd=ROOT,
   )
+
+
+def _assert_one_error_line(proc, message: str) -> None:
+  """Exit 2, no traceback, and `message` in the one `error:` line, which
+  ends stderr."""
+  assert proc.returncode == 2, proc.stderr[-2000:]
+  assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+  errors = [
+    line for line in proc.stderr.splitlines() if line.startswith("error:")
+  ]
+  assert len(errors) == 1, proc.stderr[-2000:]
+  assert message in errors[0], errors[0]
+  assert proc.stderr.rstrip().endswith(errors[0])
 
 
 def test_unknown_config_name():
@@ -91,8 +110,24 @@ def test_fewer_slots_than_tasks_per_step(tmp_path):
     ["--config=alfworld", "--config.env.num_slots=3", f"--workdir={tmp_path}"],
     env={"RLA_JAX_CACHE": str(tmp_path)},
   )
-  assert proc.returncode != 0
-  assert "config env.num_slots=3 must be >= env.num_tasks=6" in proc.stderr
+  _assert_one_error_line(
+    proc, "config env.num_slots=3 must be >= env.num_tasks=6"
+  )
+  assert not os.path.exists(tmp_path / "alfworld"), "warm start began"
+
+
+def test_bad_model_dtype_is_refused_before_the_warm_start(tmp_path):
+  proc = _run(
+    [
+      "--config=alfworld",
+      "--config.model.dtype=float16",
+      f"--workdir={tmp_path}",
+    ],
+    env={"RLA_JAX_CACHE": str(tmp_path)},
+  )
+  _assert_one_error_line(
+    proc, "config model.dtype='float16' must be one of ['bfloat16', 'float32']"
+  )
   assert not os.path.exists(tmp_path / "alfworld"), "warm start began"
 
 
@@ -106,10 +141,9 @@ def test_missing_model_directory(tmp_path):
       "--config.model.reward_dir=/nonexistent/rm",
     ]
   )
-  assert proc.returncode != 0
-  assert (
-    "config.model.tokenizer_dir: directory '/nonexistent/tok' does "
-    "not exist" in proc.stderr
+  _assert_one_error_line(
+    proc,
+    "config.model.tokenizer_dir: directory '/nonexistent/tok' does not exist",
   )
 
 
@@ -135,6 +169,170 @@ def test_incompatible_checkpoint_is_refused(tmp_path):
     ],
     env=env,
   )
-  assert second.returncode != 0
-  assert "was written with config fingerprint" in second.stderr
+  _assert_one_error_line(second, "was written with config fingerprint")
   assert "use a new --workdir" in second.stderr
+
+
+def _run_tpu_main_in_process(monkeypatch, tmp_path, make_loop):
+  """launch.tpu_run.main with its flags stubbed and rla_jax.rl.loops'
+  make_loop replaced by `make_loop` (nothing is parsed or built)."""
+  from launch import tpu_run
+  from rla_jax.rl import loops
+
+  config = ml_collections.ConfigDict({"name": "alfworld", "preset": "smoke"})
+  monkeypatch.setattr(tpu_run, "_CONFIG", types.SimpleNamespace(value=config))
+  monkeypatch.setattr(
+    tpu_run, "_WORKDIR", types.SimpleNamespace(value=str(tmp_path))
+  )
+  monkeypatch.setenv("RLA_JAX_XLA_CACHE", "")  # no persistent XLA cache
+  monkeypatch.setattr(loops, "make_loop", make_loop)
+  tpu_run.main([])
+
+
+def test_internal_error_in_loop_construction_keeps_its_traceback(
+  monkeypatch, tmp_path
+):
+  def make_loop(config, workdir, **kw):
+    raise ValueError("internal bug deep inside loop construction")
+
+  # a plain ValueError is not bad input: no `error:` line, no exit 2
+  with pytest.raises(ValueError, match="internal bug deep inside") as info:
+    _run_tpu_main_in_process(monkeypatch, tmp_path, make_loop)
+  assert not isinstance(info.value, ConfigError)
+  assert info.traceback[-1].name == "make_loop"
+
+
+def test_config_error_in_loop_construction_is_one_line(
+  monkeypatch, tmp_path, capsys
+):
+  def make_loop(config, workdir, **kw):
+    raise ConfigError("config env.num_tasks=0 must be >= 1")
+
+  with pytest.raises(SystemExit) as info:
+    _run_tpu_main_in_process(monkeypatch, tmp_path, make_loop)
+  assert info.value.code == 2
+  err = capsys.readouterr().err
+  assert err.splitlines()[-1] == "error: config env.num_tasks=0 must be >= 1"
+  assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+  ("section", "key", "value", "message"),
+  [
+    ("model", "remat", "some", "config model.remat='some' must be one of"),
+    ("model", "param_dtype", "fp8", "config model.param_dtype='fp8'"),
+    ("mesh", "data", 0, "config mesh.data=0 must be an int >= 1 or -1"),
+    ("mesh", "data", -1, "at most one of mesh.data/fsdp/tensor may be -1"),
+  ],
+)
+def test_common_config_checks_name_the_key(section, key, value, message):
+  from configs import coding
+  from rla_jax.rl.loops import check_common_config
+
+  config = coding.get_config("smoke")
+  check_common_config(config)  # the preset itself is fine
+  with config.unlocked():
+    config[section][key] = value
+  with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+    check_common_config(config)
+
+
+_ABLATION = os.path.join(ROOT, "launch", "ablation.py")
+
+# Runs launch/ablation.py's main with rla_jax.rl.loops.make_loop replaced by
+# one raising the exception named by argv[1] (test-only: the product code
+# has no such hook).
+_ABLATION_WITH_FAILING_LOOP = """
+import sys
+from absl import app
+from launch import ablation
+from rla_jax.errors import ConfigError
+from rla_jax.rl import loops
+kind = sys.argv.pop(1)
+def make_loop(config, workdir, **kw):
+  raise {"config": ConfigError, "bug": ValueError}[kind](f"{kind} in make_loop")
+loops.make_loop = make_loop
+app.run(ablation.main, flags_parser=ablation._parse_flags)
+"""
+
+
+def _run_ablation_with_failing_loop(kind, tmp_path):
+  full_env = {**os.environ, "RLA_JAX_XLA_CACHE": ""}
+  return subprocess.run(
+    [
+      sys.executable,
+      "-c",
+      _ABLATION_WITH_FAILING_LOOP,
+      kind,
+      f"--config={os.path.join(ROOT, 'configs', 'coding.py')}:smoke",
+      f"--out={tmp_path}",
+      "--stages=Policy",
+    ],
+    capture_output=True,
+    text=True,
+    timeout=240,
+    env=full_env,
+    cwd=ROOT,
+  )
+
+
+def test_ablation_refuses_bad_config_and_keeps_tracebacks_of_bugs(tmp_path):
+  proc = _run_ablation_with_failing_loop("config", tmp_path)
+  _assert_one_error_line(proc, "config in make_loop")
+  proc = _run_ablation_with_failing_loop("bug", tmp_path)
+  assert proc.returncode not in (0, 2), proc.stderr[-2000:]
+  assert "Traceback" in proc.stderr
+  assert "ValueError: bug in make_loop" in proc.stderr
+  assert "error: bug" not in proc.stderr
+
+
+def test_ablation_bad_preset_stage_and_seed_are_one_line(tmp_path):
+  proc = _run(["--config=coding:giant", f"--out={tmp_path}"], script=_ABLATION)
+  _assert_one_error_line(proc, "configs/coding.py: unknown preset 'giant'")
+  proc = _run(
+    ["--config=coding:smoke", f"--out={tmp_path}", "--stages=Policy,+Nope"],
+    script=_ABLATION,
+  )
+  _assert_one_error_line(proc, "--stages: unknown stage(s) ['+Nope']")
+  proc = _run(
+    ["--config=coding:smoke", f"--out={tmp_path}", "--seeds=0,one"],
+    script=_ABLATION,
+  )
+  _assert_one_error_line(proc, "--seeds: 'one' is not an integer")
+  assert not os.listdir(tmp_path), "a run began"
+
+
+@pytest.mark.parametrize(
+  ("overrides", "message"),
+  [
+    ({"name": "chess"}, "config.name 'chess': no loop of that name"),
+    ({"env.task_types": "fly_to_moon"}, "config env.task_types='fly_to_moon'"),
+    ({"env.num_slots": 1}, "config env.num_slots=1 must be >= env.num_tasks=2"),
+    ({"eval.rollouts_per_game": 0}, "config eval.rollouts_per_game=0"),
+    (
+      {"warmstart.settings.rm_init": "magic"},
+      "warm-start config: rm_init must be",
+    ),
+    (
+      {"model.tokenizer_dir": "/nonexistent/tok", "model.policy_dir": "/x"},
+      "config.model.tokenizer_dir: directory '/nonexistent/tok' does not",
+    ),
+  ],
+)
+def test_make_loop_raises_config_error_naming_the_key(
+  overrides, message, tmp_path, monkeypatch
+):
+  from configs import alfworld
+  from rla_jax.rl.loops import make_loop
+
+  monkeypatch.setenv("RLA_JAX_CACHE", str(tmp_path / "cache"))
+  config = alfworld.get_config("smoke")
+  for dotted, value in overrides.items():
+    *path, last = dotted.split(".")
+    node = config
+    for part in path:
+      node = node[part]
+    node[last] = value
+  with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+    make_loop(config, str(tmp_path / "run"), log=lambda msg: None)
+  assert not os.path.exists(tmp_path / "cache"), "warm start began"

@@ -13,13 +13,11 @@ import json
 import os
 from typing import Any
 
+from rla_jax.errors import ConfigError
+
 SUPPORTED_MODEL_TYPES = ("qwen2", "qwen3")
 
 _ARCHITECTURES = {"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}
-
-
-class ConfigError(ValueError):
-  """A model configuration is missing, malformed or unsupported."""
 
 
 @dataclasses.dataclass(frozen=True)

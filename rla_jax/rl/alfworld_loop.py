@@ -26,6 +26,7 @@ from jax.experimental import multihost_utils
 
 from rla_jax.envs.alfworld import generate_split
 from rla_jax.envs.alfworld.generator import check_task_types
+from rla_jax.errors import ConfigError
 from rla_jax.metrics import keys
 from rla_jax.rl import evaluation
 from rla_jax.rl.adaptation import TaskPool
@@ -45,7 +46,7 @@ def parse_task_types(value: str) -> tuple[str, ...] | None:
   """config env.task_types: "all" (None: the ALFWorld mix of all six types)
   or comma-separated task-type names; ValueError naming the key otherwise."""
   if not isinstance(value, str):
-    raise ValueError(
+    raise ConfigError(
       f"config env.task_types={value!r} must be a string: "
       f"'all' or comma-separated task types"
     )
@@ -54,7 +55,7 @@ def parse_task_types(value: str) -> tuple[str, ...] | None:
   try:
     return check_task_types(t.strip() for t in value.split(","))
   except ValueError as e:
-    raise ValueError(f"config env.task_types={value!r}: {e}") from None
+    raise ConfigError(f"config env.task_types={value!r}: {e}") from None
 
 
 class AlfworldLoop(LoopBase):
@@ -98,14 +99,14 @@ class AlfworldLoop(LoopBase):
     e = self.config.env
     parse_task_types(e.task_types)
     if e.num_tasks < 1 or e.num_slots < e.num_tasks:
-      raise ValueError(
+      raise ConfigError(
         f"config env.num_slots={e.num_slots} must be >= "
         f"env.num_tasks={e.num_tasks} >= 1 (the slots each "
         f"RL step draws)"
       )
     k = self.config.eval.rollouts_per_game
     if not isinstance(k, int) or k < 1:
-      raise ValueError(
+      raise ConfigError(
         f"config eval.rollouts_per_game={k!r} must be an int >= 1"
       )
     if not self.config.model.policy_dir:

@@ -17,6 +17,7 @@ import ml_collections
 
 from rla_jax import sharding as shd
 from rla_jax.checkpoint import LoopCheckpointer, fingerprint
+from rla_jax.errors import ConfigError
 from rla_jax.metrics import MetricsWriter, write_summary
 from rla_jax.models import load_qwen
 from rla_jax.rl import agent_text
@@ -140,7 +141,7 @@ class LoopBase:
     m = self.config.model
     for key in ("tokenizer_dir", "policy_dir", "reward_dir"):
       if not os.path.isdir(m[key]):
-        raise FileNotFoundError(
+        raise ConfigError(
           f"config.model.{key}: directory {m[key]!r} does not exist"
         )
     return {k: m[k] for k in ("tokenizer_dir", "policy_dir", "reward_dir")}

@@ -31,7 +31,8 @@ Fields (all have working defaults, see `default_warmstart_config`):
                        (steps = 0 disables it)
   policy_sft.*         steps, batch_size, learning_rate, prompt_weight,
                        answer_weight (loss weight of the boxed index tokens),
-                       length_multiple (padded lengths: fewer compiles vs less padding)
+                       length_multiple (padded lengths: fewer compiles vs
+                       less padding)
   num_rm_episodes      noisy episodes providing judge examples
   rm_epsilon           their random-action probability
   num_rm_examples      judge SFT examples (balanced +1/-1)
@@ -51,6 +52,7 @@ import hashlib
 import json
 from typing import Any
 
+from rla_jax.errors import ConfigError
 from rla_jax.rl import agent_text
 from rla_jax.warmstart.demos import EXPERTS
 
@@ -134,19 +136,20 @@ def _plain(cfg) -> dict:
 def resolve_config(cfg=None) -> dict[str, Any]:
   """Defaults overridden by `cfg` (nested dicts merge key by key).
 
-  Unknown keys raise ValueError naming the key (catches typos early).
+  Unknown keys and bad values raise ConfigError naming the key (catches
+  typos early).
   """
   out = default_warmstart_config()
   for key, value in _plain(cfg or {}).items():
     if key not in out:
-      raise ValueError(
+      raise ConfigError(
         f"warm-start config: unknown key {key!r}; known: {sorted(out)}"
       )
     if isinstance(out[key], dict):
       value = _plain(value)
       for sub, v in value.items():
         if sub not in out[key]:
-          raise ValueError(
+          raise ConfigError(
             f"warm-start config: unknown key {key}.{sub}; "
             f"known: {sorted(out[key])}"
           )
@@ -154,27 +157,27 @@ def resolve_config(cfg=None) -> dict[str, Any]:
     else:
       out[key] = value
   if out["room_size"] not in ("small", "full"):
-    raise ValueError(
+    raise ConfigError(
       f"warm-start config: room_size must be 'small' or "
       f"'full', got {out['room_size']!r}"
     )
   if out["demo_expert"] not in EXPERTS:
-    raise ValueError(
+    raise ConfigError(
       f"warm-start config: demo_expert must be one of "
       f"{sorted(EXPERTS)}, got {out['demo_expert']!r}"
     )
   if out["policy_answer"] not in agent_text.ANSWER_FORMATS:
-    raise ValueError(
+    raise ConfigError(
       f"warm-start config: policy_answer must be one of "
       f"{agent_text.ANSWER_FORMATS}, got {out['policy_answer']!r}"
     )
   if out["rm_init"] not in ("policy", "drill", "scratch"):
-    raise ValueError(
+    raise ConfigError(
       f"warm-start config: rm_init must be 'policy', 'drill' "
       f"or 'scratch', got {out['rm_init']!r}"
     )
   if not 0.0 <= float(out["demo_verb_balance"]) <= 1.0:
-    raise ValueError(
+    raise ConfigError(
       f"warm-start config: demo_verb_balance must be in [0, 1], "
       f"got {out['demo_verb_balance']!r}"
     )
@@ -185,7 +188,9 @@ def resolve_config(cfg=None) -> dict[str, Any]:
     "num_rm_examples",
   ):
     if int(out[key]) < 1:
-      raise ValueError(f"warm-start config: {key} must be >= 1, got {out[key]}")
+      raise ConfigError(
+        f"warm-start config: {key} must be >= 1, got {out[key]}"
+      )
   return out
 
 

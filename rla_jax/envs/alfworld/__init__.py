@@ -16,9 +16,10 @@ Public API::
         / describe_game_for_proposal(game)
 
 Modules: types_tables (ALFRED tables), game (Game), pddl_io (files), text
-(surface strings), engine (native rules), env / native_env / textworld_backend
-(batched envs), expert (oracle planner, progress labels), generator (rooms,
-tasks, splits), perturb (adaptation).
+(surface strings), engine (native rules), batched_env (the interface) / env
+(make_env) / native_env / textworld_backend (batched envs), expert (oracle
+planner, progress labels), generator (rooms, tasks, splits), perturb
+(adaptation).
 """
 
 from rla_jax.envs.alfworld.env import BACKENDS, MAX_STEPS, BatchedEnv, make_env

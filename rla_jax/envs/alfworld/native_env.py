@@ -3,7 +3,7 @@ in-process."""
 
 from __future__ import annotations
 
-from rla_jax.envs.alfworld.env import BatchedEnv
+from rla_jax.envs.alfworld.batched_env import BatchedEnv
 from rla_jax.envs.alfworld.expert import compiled
 from rla_jax.envs.alfworld.game import Game
 

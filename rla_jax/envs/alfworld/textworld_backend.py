@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from rla_jax.envs.alfworld.env import BatchedEnv
+from rla_jax.envs.alfworld.batched_env import BatchedEnv
 from rla_jax.envs.alfworld.game import Game
 from rla_jax.envs.alfworld.pddl_io import write_game
 
