@@ -41,7 +41,8 @@ def apply_rope(x, positions, theta):
 
 
 def dense(x, w, num_in: int = 1):
-  """x [..., I_1..I_n] contracted with w [I_1..I_n, O_1..O_m] -> [..., O_1..O_m].
+  """x [..., I_1..I_n] contracted with w
+  [I_1..I_n, O_1..O_m] -> [..., O_1..O_m].
 
   Runs as one rank-2 GEMM [M, I] x [I, O] (reshapes are free). On XLA:CPU
   the same contraction written as a rank-3 einsum ("btd,df->btf") measured

@@ -1,4 +1,5 @@
-"""Environment models: propose harder/easier ALFWorld tasks from critic feedback.
+"""Environment models: propose harder/easier
+ALFWorld tasks from critic feedback.
 
 Two implementations share one interface, chosen by config:
   * `LLMEnvModel`: prompted like the reference (section 6.2): it first

@@ -31,7 +31,8 @@ Fields (all have working defaults, see `default_warmstart_config`):
                        (steps = 0 disables it)
   policy_sft.*         steps, batch_size, learning_rate, prompt_weight,
                        answer_weight (loss weight of the boxed index tokens),
-                       length_multiple (padded lengths: fewer compiles vs less padding)
+                       length_multiple (padded lengths: fewer compiles vs less
+                       padding)
   num_rm_episodes      noisy episodes providing judge examples
   rm_epsilon           their random-action probability
   num_rm_examples      judge SFT examples (balanced +1/-1)
