@@ -1,7 +1,8 @@
 """Where a warm-started AlfWorld policy fails: success per task type, and
 how often it picks the expert's command, by the expert's verb.
 
-    python benchmarks/diagnose_policy.py --model_dir=$RLA_JAX_CACHE/alfworld/default
+    python benchmarks/diagnose_policy.py
+        --model_dir=$RLA_JAX_CACHE/alfworld/default
 
 `--model_dir` is a warm-start directory (holding `tokenizer/` and
 `policy/`). Prints two markdown tables:
