@@ -1,4 +1,5 @@
-"""Warm start: a tiny end-to-end build (tokenizer, policy, reward model) and its parts."""
+"""Warm start: a tiny end-to-end build (tokenizer,
+policy, reward model) and its parts."""
 
 from __future__ import annotations
 
