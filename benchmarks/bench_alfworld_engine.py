@@ -47,7 +47,7 @@ def time_backend(
   env = make_env(backend, 1)
   resets, steps = [], []
   for _ in range(repeats):
-    for g, seq in zip(games, seqs):
+    for g, seq in zip(games, seqs, strict=True):
       t0 = time.perf_counter()
       env.reset([g])
       resets.append(time.perf_counter() - t0)

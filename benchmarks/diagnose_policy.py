@@ -86,7 +86,7 @@ def choice_accuracy_by_verb(
     out = sampler.generate(
       [agent_text.chat_ids(tok, p) for p, _, _ in part], seed=seed, greedy=True
     )
-    for (_, cmd, cands), toks in zip(part, out.tokens):
+    for (_, cmd, cands), toks in zip(part, out.tokens, strict=True):
       answer = tok.decode(toks, skip_special_tokens=True)
       chosen = cands[parse_action_index(answer, len(cands))]
       hits[cmd.split()[0]].append(chosen == cmd)

@@ -108,7 +108,10 @@ def test_eval_splits_quotas_scenes_and_expert(room_size):
   for k in range(max(map(len, plans))):
     done = env.done
     env.step(
-      [p[k] if k < len(p) and not d else None for p, d in zip(plans, done)]
+      [
+        p[k] if k < len(p) and not d else None
+        for p, d in zip(plans, done, strict=True)
+      ]
     )
   assert all(env._won)
   for g in games:  # the goal text names the goal types
@@ -144,7 +147,7 @@ def test_task_types_restrict_the_draw_in_alfworld_proportions():
   counts = Counter(g.task_type for g in games)
   assert set(counts) == set(keep)
   # valid_seen quotas: simple 35, light 13 of 48 -> exactly 35 / 13
-  q = dict(zip(TASK_TYPE_NAMES, SPLIT_QUOTAS["valid_seen"]))
+  q = dict(zip(TASK_TYPE_NAMES, SPLIT_QUOTAS["valid_seen"], strict=True))
   assert counts == {t: q[t] * 48 // (q[keep[0]] + q[keep[1]]) for t in keep}
   for g in games[:6]:
     assert expert_plan(g)

@@ -158,7 +158,7 @@ def test_independent_solutions_pass_and_naive_level4_times_out(tmp_path):
   from rla_jax.envs.coding.tasks import outputs_match
 
   expected = [t[1] for key in tasks for t in tasks[key].tests]
-  for key, out, exp in zip(owners, outs[:-1], expected):
+  for key, out, exp in zip(owners, outs[:-1], expected, strict=True):
     assert out.status == sb.OK and outputs_match(out.stdout, exp), (
       key,
       out,

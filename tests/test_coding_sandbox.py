@@ -196,7 +196,7 @@ def _hostile_suite(ex, tmp_path, monkeypatch):
   thread.join()
   server.close()
   return (
-    dict(zip(names, outcomes)),
+    dict(zip(names, outcomes, strict=True)),
     outside,
     victim,
     received,

@@ -415,7 +415,7 @@ def test_ablation_table_values(tmp_path):
     "eval/rm_process_accuracy",
     "eval/rm_outcome_accuracy",
   )
-  seed = lambda *values: dict(zip(cols, values))  # noqa: E731
+  seed = lambda *values: dict(zip(cols, values, strict=True))  # noqa: E731
   results = {
     "Before": [seed(0.39, 0.449, 0.47, 0.596)],
     "Policy": [

@@ -30,7 +30,7 @@ def _loop_step_index_reference(r_lists, eps=1e-8):
     vals = [out[j][k] for j in idx]
     mu = sum(vals) / len(vals)
     std = (sum((v - mu) ** 2 for v in vals) / len(vals)) ** 0.5
-    for j, v in zip(idx, vals):
+    for j, v in zip(idx, vals, strict=True):
       out[j][k] = 0.0 if std <= eps else (v - mu) / std
   return out
 

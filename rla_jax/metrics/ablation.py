@@ -126,7 +126,7 @@ def _common_curve(stage: str, key: str, runs: Sequence[Sequence[dict]]):
       f"ablation curves, stage {stage!r}: seeds share no step with a "
       f"value for {key!r}"
     )
-  by_step = [dict(zip(steps, values)) for steps, values in series]
+  by_step = [dict(zip(steps, values, strict=True)) for steps, values in series]
   per_step = [[d[s] for d in by_step] for s in common]
   return (
     common,
@@ -166,7 +166,8 @@ def plot_ablation_curves(
   fig = Figure(figsize=(5 * ncols, 4 * nrows))
   FigureCanvasAgg(fig)
   axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-  for ax, key in zip(axes, keys):
+  # The grid may have more panels than keys; the spare ones are hidden below.
+  for ax, key in zip(axes, keys, strict=False):
     drawn = 0
     for color, (stage, runs) in enumerate(histories.items()):
       curve = _common_curve(stage, key, runs)

@@ -160,7 +160,7 @@ def plot_learning_curves(
   fig = Figure(figsize=(12, 8))
   FigureCanvasAgg(fig)
   axes = fig.subplots(2, 2).ravel()
-  for ax, (panel, panel_keys) in zip(axes, CURVE_PANELS):
+  for ax, (panel, panel_keys) in zip(axes, CURVE_PANELS, strict=True):
     panel_keys = _loss_keys(history) if panel_keys is None else panel_keys
     drawn = 0
     for key in panel_keys:

@@ -80,7 +80,7 @@ def grouped_attention(q, k, v, mask):
   the 5-d einsum it replaces.
   """
   B, T, N, H = q.shape
-  K, S = k.shape[1], k.shape[2]
+  K = k.shape[1]
   G = N // K
   q = q.reshape(B, T, K, G, H).transpose(0, 2, 3, 1, 4).reshape(B, K, G * T, H)
   scores = jnp.einsum(

@@ -143,7 +143,7 @@ class LLMEnvModel:
     replies = self._sample(texts, seed)
     feedback.summaries = [
       (f[0], last_boxed(r) or r.strip()[:200])
-      for f, r in zip(feedback.failed, replies)
+      for f, r in zip(feedback.failed, replies, strict=True)
     ]
     self.stats["summaries"] += len(replies)
 

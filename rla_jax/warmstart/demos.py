@@ -230,13 +230,13 @@ def balance_and_corrupt(
       e.label,
       e.parts,
     )
-    for e, f in zip(chosen, flip)
+    for e, f in zip(chosen, flip, strict=True)
   ]
 
 
 def transcript_text(ep: Episode) -> str:
   """Plain game transcript (tokenizer / pretraining corpus)."""
   lines = [ep.observations[0]]
-  for a, o in zip(ep.actions, ep.observations[1:]):
+  for a, o in zip(ep.actions, ep.observations[1:], strict=True):
     lines += [f"> {a}", o]
   return "\n".join(lines)
