@@ -1,11 +1,13 @@
 """Native vs TextWorld ALFWorld engine speed on the same generated games.
 
-Usage: python benchmarks/bench_alfworld_engine.py [--room-size full|small] [--games N] [--steps S]
+Usage: python benchmarks/bench_alfworld_engine.py [--room-size full|small]
+         [--games N] [--steps S]
 
-Both engines replay the *same* command sequences (random admissible commands, seeded, one
-episode of up to S steps per game; sequences are drawn with the native engine, which the
-parity test shows to behave identically). Reported: reset time per game and per-step time
-(median over all steps) for each engine, and the step-time ratio measured in the same run.
+Both engines replay the *same* command sequences (random admissible commands,
+seeded, one episode of up to S steps per game; sequences are drawn with the
+native engine, which the parity test shows to behave identically). Reported:
+reset time per game and per-step time (median over all steps) for each engine,
+and the step-time ratio measured in the same run.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def time_backend(
   env = make_env(backend, 1)
   resets, steps = [], []
   for _ in range(repeats):
-    for g, seq in zip(games, seqs):
+    for g, seq in zip(games, seqs, strict=True):
       t0 = time.perf_counter()
       env.reset([g])
       resets.append(time.perf_counter() - t0)
@@ -70,7 +72,8 @@ def main() -> None:
   n_recs = statistics.mean(len(g.receptacles) for g in games)
   n_objs = statistics.mean(len(g.objects) for g in games)
   print(
-    f"games={len(games)} room_size={args.room_size} mean receptacles={n_recs:.1f} objects={n_objs:.1f} "
+    f"games={len(games)} room_size={args.room_size} mean "
+    f"receptacles={n_recs:.1f} objects={n_objs:.1f} "
     f"steps/game<= {args.steps}"
   )
   res = {}
@@ -78,12 +81,14 @@ def main() -> None:
     resets, steps = time_backend(backend, games, seqs, reps)
     res[backend] = statistics.median(steps)
     print(
-      f"{backend:9s}: reset median {statistics.median(resets) * 1e3:9.2f} ms | step median "
-      f"{statistics.median(steps) * 1e3:9.3f} ms | {1.0 / statistics.median(steps):10.1f} steps/s "
+      f"{backend:9s}: reset median {statistics.median(resets) * 1e3:9.2f} ms | "
+      f"step median {statistics.median(steps) * 1e3:9.3f} ms | "
+      f"{1.0 / statistics.median(steps):10.1f} steps/s "
       f"| {len(steps)} steps timed"
     )
   print(
-    f"native speed-up per step (median/median): {res['textworld'] / res['native']:.0f}x"
+    "native speed-up per step (median/median): "
+    f"{res['textworld'] / res['native']:.0f}x"
   )
 
 

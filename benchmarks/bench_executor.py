@@ -1,14 +1,19 @@
 """Throughput of the coding sandbox: (program, test) executions per second.
 
-Workload: offline-family tasks (digits L1/L2, array L1-L3, strings L1/L2) with P distinct programs per
-task (correct solutions and wrong ones, each made distinct by a comment, like policy samples)
-run on all of the task's T tests. Configurations, measured in the same run after one warm-up:
-  one_at_a_time  : 1 worker, 1 test per launcher (a fresh sandbox per (program, test), sequential)
-  batched_serial : 1 worker, all tests of a program in one launcher (fresh fork per test)
+Workload: offline-family tasks (digits L1/L2, array L1-L3, strings L1/L2) with P
+distinct programs per task (correct solutions and wrong ones, each made distinct
+by a comment, like policy samples) run on all of the task's T tests.
+Configurations, measured in the same run after one warm-up:
+  one_at_a_time  : 1 worker, 1 test per launcher (a fresh sandbox per
+                   (program, test), sequential)
+  batched_serial : 1 worker, all tests of a program in one launcher (fresh fork
+                   per test)
   pool_unbatched : N workers, 1 test per launcher
-  pool           : N workers, all tests of a program in one launcher (the default)
+  pool           : N workers, all tests of a program in one launcher (the
+                   default)
 
-Usage: python benchmarks/bench_executor.py [--tasks 6] [--programs 16] [--workers N] [--no-namespaces]
+Usage: python benchmarks/bench_executor.py [--tasks 6] [--programs 16]
+         [--workers N] [--no-namespaces]
 """
 
 from __future__ import annotations
@@ -27,15 +32,18 @@ SOLUTIONS = {
     "print(len(input().strip()))",
   ),
   ("digits", 2): (
-    "n, b = map(int, input().split())\ns = 0\nwhile n:\n    s += n % b\n    n //= b\nprint(s)",
+    "n, b = map(int, input().split())\ns = 0\nwhile n:\n    s += n % b\n"
+    "    n //= b\nprint(s)",
     "n, b = map(int, input().split())\nprint(sum(map(int, str(n))))",
   ),
   ("array", 1): (
-    "n, k = map(int, input().split())\nprint(sum(x for x in map(int, input().split()) if x % k == 0))",
+    "n, k = map(int, input().split())\nprint(sum(x for x in map(int, "
+    "input().split()) if x % k == 0))",
     "n, k = map(int, input().split())\nprint(sum(map(int, input().split())))",
   ),
   ("array", 3): (
-    "input()\nbest = None; s = 0\nfor x in map(int, input().split()):\n    s = max(s + x, x)\n"
+    "input()\nbest = None; s = 0\nfor x in map(int, input().split()):\n"
+    "    s = max(s + x, x)\n"
     "    best = s if best is None else max(best, s)\nprint(best)",
     "input()\nprint(max(map(int, input().split())))",
   ),
@@ -44,7 +52,8 @@ SOLUTIONS = {
     "print(input()[::-1])",
   ),
   ("strings", 2): (
-    "import itertools\nprint(''.join(c + str(len(list(g))) for c, g in itertools.groupby(input().strip())))",
+    "import itertools\nprint(''.join(c + str(len(list(g))) for c, g in "
+    "itertools.groupby(input().strip())))",
     "print(input().strip())",
   ),
 }
@@ -118,8 +127,10 @@ def main():
   for name, r in results.items():
     r["speedup_vs_one_at_a_time"] = round(r["executions_per_s"] / base, 2)
     print(
-      f"{name:15s} workers={r['workers']:2d} tests/launcher={r['tests_per_process']:2d} "
-      f"{r['executions']} execs in {r['seconds']:.2f} s = {r['executions_per_s']:.1f}/s "
+      f"{name:15s} workers={r['workers']:2d} "
+      f"tests/launcher={r['tests_per_process']:2d} "
+      f"{r['executions']} execs in {r['seconds']:.2f} s = "
+      f"{r['executions_per_s']:.1f}/s "
       f"(x{r['speedup_vs_one_at_a_time']:.2f})"
     )
   assert len({r["passed"] for r in results.values()}) == 1, (

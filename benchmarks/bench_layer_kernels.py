@@ -62,7 +62,10 @@ def main():
   ap.add_argument("--runs", type=int, default=10)
   a = ap.parse_args()
   rng = np.random.default_rng(0)
-  f32 = lambda *s: jnp.asarray(rng.normal(size=s) * 0.05, jnp.float32)
+
+  def f32(*s):
+    return jnp.asarray(rng.normal(size=s) * 0.05, jnp.float32)
+
   B, T = a.batch, a.seq
   mlp_args = (
     f32(B, T, a.hidden),
@@ -88,9 +91,14 @@ def main():
   ):
     ref = pair[0](*args)
     np.testing.assert_allclose(pair[1](*args), ref, atol=1e-4)
-    for label, fn in zip(("einsum (old)", "rank-2 GEMMs (rla_jax)"), pair):
+    for label, fn in zip(
+      ("einsum (old)", "rank-2 GEMMs (rla_jax)"), pair, strict=True
+    ):
       n_diff = 3 if name == "attention" else 4
-      loss = lambda *x, fn=fn: jnp.sum(fn(*x) ** 2)
+
+      def loss(*x, fn=fn):
+        return jnp.sum(fn(*x) ** 2)
+
       grad = jax.jit(jax.grad(loss, argnums=tuple(range(n_diff))))
       print(
         f"| {name} | {label} | {_time(jax.jit(fn), args, a.runs):.1f} | "

@@ -75,13 +75,13 @@ def main():
       if session is not None:
         out = session.turn(new, greedy=True)
       else:
-        for h, n in zip(history, new):
+        for h, n in zip(history, new, strict=True):
           h += n
         out = sampler.generate(history, greedy=True)
       times.append(time.perf_counter() - t0)
       outs.append(out.tokens)
       if session is None:
-        for h, t in zip(history, out.tokens):
+        for h, t in zip(history, out.tokens, strict=True):
           h += t
     return times, outs
 

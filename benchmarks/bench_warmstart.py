@@ -1,10 +1,13 @@
-"""Warm-start benchmark: build one config variant from scratch and print its report.
+"""Warm-start benchmark: build one config
+variant from scratch and print its report.
 
-  python benchmarks/bench_warmstart.py --variant alfworld_default --out /tmp/ws [--json report.json]
+  python benchmarks/bench_warmstart.py --variant alfworld_default --out /tmp/ws
+      [--json report.json]
 
-Variants are overrides of default_warmstart_config(): "alfworld_default" is
-the embedded default run's (configs/alfworld.py), the others the sweep used
-to tune the earlier hidden-128 defaults. Reports policy success, judge accuracy and per-stage wall times.
+Variants are overrides of default_warmstart_config(): "alfworld_default" is the
+embedded default run's (configs/alfworld.py), the others the sweep used to tune
+the earlier hidden-128 defaults. Reports policy success, judge accuracy and
+per-stage wall times.
 """
 
 import argparse

@@ -1,7 +1,8 @@
 """Where a warm-started AlfWorld policy fails: success per task type, and
 how often it picks the expert's command, by the expert's verb.
 
-    python benchmarks/diagnose_policy.py --model_dir=$RLA_JAX_CACHE/alfworld/default
+    python benchmarks/diagnose_policy.py
+        --model_dir=$RLA_JAX_CACHE/alfworld/default
 
 `--model_dir` is a warm-start directory (holding `tokenizer/` and
 `policy/`). Prints two markdown tables:
@@ -85,7 +86,7 @@ def choice_accuracy_by_verb(
     out = sampler.generate(
       [agent_text.chat_ids(tok, p) for p, _, _ in part], seed=seed, greedy=True
     )
-    for (_, cmd, cands), toks in zip(part, out.tokens):
+    for (_, cmd, cands), toks in zip(part, out.tokens, strict=True):
       answer = tok.decode(toks, skip_special_tokens=True)
       chosen = cands[parse_action_index(answer, len(cands))]
       hits[cmd.split()[0]].append(chosen == cmd)

@@ -530,7 +530,9 @@ def run_compiled_cpu() -> list[dict]:
   )
   if proc.returncode:
     raise RuntimeError(f"{script} failed:\n{proc.stderr[-3000:]}")
-  lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+  lines = [
+    line for line in proc.stdout.splitlines() if line.startswith("RESULT ")
+  ]
   return [json.loads(lines[-1][len("RESULT ") :])]
 
 
@@ -556,7 +558,7 @@ def main(argv=None):
   if a.gpu_results and os.path.exists(a.gpu_results):
     with open(a.gpu_results) as f:
       compiled["one H200, JAX 0.11.2 (recorded; compile only)"] = [
-        json.loads(l) for l in f if l.strip()
+        json.loads(line) for line in f if line.strip()
       ]
   text = render(wl, compiled)
   with open(a.out, "w") as f:

@@ -138,8 +138,8 @@ def compiled_train(cfg, mesh) -> dict:
   opt = jax.tree.unflatten(
     o_def,
     [
-      jax.ShapeDtypeStruct(l.shape, l.dtype, sharding=s)
-      for l, s in zip(o_leaves, o_sh)
+      jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=s)
+      for leaf, s in zip(o_leaves, o_sh, strict=True)
     ],
   )
   dp = mesh.shape["data"] * mesh.shape["fsdp"]

@@ -67,7 +67,7 @@ def make_mesh(
     sizes[sizes.index(-1)] = len(devices) // known
   if math.prod(sizes) != len(devices):
     raise ValueError(
-      f"mesh {dict(zip(MESH_AXES, sizes))} needs "
+      f"mesh {dict(zip(MESH_AXES, sizes, strict=True))} needs "
       f"{math.prod(sizes)} devices, have {len(devices)}"
     )
   return Mesh(np.array(devices).reshape(sizes), MESH_AXES)
@@ -80,7 +80,7 @@ def logical_to_spec(
   table = dict(rules)
   used: set[str] = set()
   spec = []
-  for name, dim in zip(axes, shape):
+  for name, dim in zip(axes, shape, strict=True):
     if name is not None and name not in table:
       raise KeyError(
         f"no sharding rule for logical axis {name!r}; "

@@ -156,7 +156,7 @@ def _record_rollouts() -> dict:
     episodes = rollout(*args, **kw)
     for e in episodes:
       rec["actions"].append(e.actions)
-      for toks, lps in zip(e.response_ids, e.logprobs):
+      for toks, lps in zip(e.response_ids, e.logprobs, strict=True):
         rec["tokens"] += list(toks) + [-1]
         rec["logprobs"] += list(lps) + [0.0]
     return episodes

@@ -1,4 +1,5 @@
-"""Native ALFWorld engine: exact strings, rules, batching, bad input, Game serialisation."""
+"""Native ALFWorld engine: exact strings, rules,
+batching, bad input, Game serialisation."""
 
 import json
 import os
@@ -42,7 +43,8 @@ def kitchen(
   parent="CounterTop",
   toggle="",
 ):
-  # Apple_bar_02 sits in the fridge; the countertop apple must not already satisfy the goal.
+  # Apple_bar_02 sits in the fridge; the countertop
+  # apple must not already satisfy the goal.
   places = (
     PLACES
     if task != "pick_and_place_simple"
@@ -55,7 +57,8 @@ def test_names_and_lists_follow_alfworld_demangler():
   names = demangle_names(
     ["Cabinet_bar_01", "Cabinet_bar_02", "Sink_bar_01_bar_SinkBasin", "agent1"]
   )
-  # Alphabetically first id gets the largest number; 'basin' ids become sinkbasin.
+  # Alphabetically first id gets the largest
+  # number; 'basin' ids become sinkbasin.
   assert (
     names["cabinet_bar_01"] == "cabinet 2"
     and names["cabinet_bar_02"] == "cabinet 1"
@@ -67,14 +70,16 @@ def test_names_and_lists_follow_alfworld_demangler():
 
 
 def test_transcript_strings():
-  """Strings of the spec's TextWorld transcripts (alfworld-and-coding.md 2, machine-and-packages.md 5)."""
+  """Strings of the spec's TextWorld transcripts
+  (alfworld-and-coding.md 2, machine-and-packages.md 5)."""
   env = make_env("native", 1)
   obs, infos = env.reset([kitchen()])
   assert obs[0] == (
-    "-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly "
-    "around you, you see a cabinet 3, a cabinet 2, a cabinet 1, a countertop 1, a desk 1, "
-    "a fridge 1, a microwave 1, and a sinkbasin 1.\n\nYour task is to: heat some apple and "
-    "put it in countertop."
+    "-= Welcome to TextWorld, ALFRED! =-\n\n"
+    "You are in the middle of a room. Looking quickly around you, you see a "
+    "cabinet 3, a cabinet 2, a cabinet 1, a countertop 1, a desk 1, a "
+    "fridge 1, a microwave 1, and a sinkbasin 1.\n\n"
+    "Your task is to: heat some apple and put it in countertop."
   )
   assert infos["admissible_commands"][0] == sorted(
     infos["admissible_commands"][0]
@@ -86,18 +91,21 @@ def test_transcript_strings():
   expect = [
     (
       "look",
-      "You are in the middle of a room. Looking quickly around you, you see nothing.",
+      "You are in the middle of a room. Looking quickly around you, you see "
+      "nothing.",
     ),
     (
       "go to countertop 1",
-      "You arrive at countertop 1. On the countertop 1, you see a apple 2, and a knife 1.",
+      "You arrive at countertop 1. On the countertop 1, you see a apple 2, and "
+      "a knife 1.",
     ),
     ("look", "You are facing the countertop 1. Next to it, you see nothing."),
     ("inventory", "You are not carrying anything."),
     ("go to cabinet 2", "You arrive at cabinet 2. The cabinet 2 is closed."),
     (
       "open cabinet 2",
-      "You open the cabinet 2. The cabinet 2 is open. In it, you see a bowl 1, and a mug 1.",
+      "You open the cabinet 2. The cabinet 2 is open. In it, you see a bowl 1, "
+      "and a mug 1.",
     ),
     ("take mug 1 from cabinet 2", "You pick up the mug 1 from the cabinet 2."),
     ("inventory", "You are carrying: a mug 1."),
@@ -240,7 +248,8 @@ def test_bad_game_files_give_clear_errors(tmp_path):
   (tmp_path / "u.tw-pddl").write_text(json.dumps(unsolvable))
   with pytest.raises(ValueError, match="u.tw-pddl.*solvable"):
     load_game(tmp_path / "u.tw-pddl")
-  # A goal that cannot be reached (no fridge can ever hold a knife) is refused by the expert check.
+  # A goal that cannot be reached (no fridge can ever
+  # hold a knife) is refused by the expert check.
   impossible = dict(
     good,
     pddl_problem=good["pddl_problem"].replace(
@@ -271,7 +280,8 @@ Apple_bar__plus_01_dot_00_bar__plus_00_dot_90_bar__minus_01_dot_20 - object
 Apple_bar__minus_00_dot_47_bar__plus_01_dot_15_bar__plus_00_dot_48 - object
 CounterTop_bar__minus_00_dot_08_bar__plus_01_dot_15_bar_00_dot_00 - receptacle
 Fridge_bar__minus_02_dot_10_bar__plus_00_dot_00_bar__plus_01_dot_07 - receptacle
-Sink_bar__minus_01_dot_99_bar__plus_01_dot_14_bar__minus_00_dot_44_bar_SinkBasin - receptacle
+Sink_bar__minus_01_dot_99_bar__plus_01_dot_14_bar__minus_00_dot_44_bar_\
+SinkBasin - receptacle
 loc_bar__minus_4_bar_0_bar_3_bar_45 - location
 loc_bar_4_bar_1_bar_0_bar_45 - location
 loc_bar_2_bar_2_bar_1_bar_60 - location
@@ -280,19 +290,41 @@ loc_bar__minus_6_bar_4_bar_1_bar_30 - location
 (:init
 (atLocation agent1 loc_bar__minus_6_bar_4_bar_1_bar_30)
 (= (distance loc_bar_4_bar_1_bar_0_bar_45 loc_bar_2_bar_2_bar_1_bar_60) 3)
-(receptacleType CounterTop_bar__minus_00_dot_08_bar__plus_01_dot_15_bar_00_dot_00 CounterTopType)
-(receptacleType Fridge_bar__minus_02_dot_10_bar__plus_00_dot_00_bar__plus_01_dot_07 FridgeType)
-(receptacleType Sink_bar__minus_01_dot_99_bar__plus_01_dot_14_bar__minus_00_dot_44_bar_SinkBasin SinkBasinType)
-(receptacleAtLocation CounterTop_bar__minus_00_dot_08_bar__plus_01_dot_15_bar_00_dot_00 loc_bar_4_bar_1_bar_0_bar_45)
-(receptacleAtLocation Fridge_bar__minus_02_dot_10_bar__plus_00_dot_00_bar__plus_01_dot_07 loc_bar__minus_4_bar_0_bar_3_bar_45)
-(receptacleAtLocation Sink_bar__minus_01_dot_99_bar__plus_01_dot_14_bar__minus_00_dot_44_bar_SinkBasin loc_bar_2_bar_2_bar_1_bar_60)
+(receptacleType \
+CounterTop_bar__minus_00_dot_08_bar__plus_01_dot_15_bar_00_dot_00 \
+CounterTopType)
+(receptacleType \
+Fridge_bar__minus_02_dot_10_bar__plus_00_dot_00_bar__plus_01_dot_07 FridgeType)
+(receptacleType \
+Sink_bar__minus_01_dot_99_bar__plus_01_dot_14_bar__minus_00_dot_44_bar_\
+SinkBasin SinkBasinType)
+(receptacleAtLocation \
+CounterTop_bar__minus_00_dot_08_bar__plus_01_dot_15_bar_00_dot_00 \
+loc_bar_4_bar_1_bar_0_bar_45)
+(receptacleAtLocation \
+Fridge_bar__minus_02_dot_10_bar__plus_00_dot_00_bar__plus_01_dot_07 \
+loc_bar__minus_4_bar_0_bar_3_bar_45)
+(receptacleAtLocation \
+Sink_bar__minus_01_dot_99_bar__plus_01_dot_14_bar__minus_00_dot_44_bar_\
+SinkBasin loc_bar_2_bar_2_bar_1_bar_60)
 (openable Fridge_bar__minus_02_dot_10_bar__plus_00_dot_00_bar__plus_01_dot_07)
-(objectType Apple_bar__plus_01_dot_00_bar__plus_00_dot_90_bar__minus_01_dot_20 AppleType)
-(objectType Apple_bar__minus_00_dot_47_bar__plus_01_dot_15_bar__plus_00_dot_48 AppleType)
-(inReceptacle Apple_bar__plus_01_dot_00_bar__plus_00_dot_90_bar__minus_01_dot_20 Fridge_bar__minus_02_dot_10_bar__plus_00_dot_00_bar__plus_01_dot_07)
-(inReceptacle Apple_bar__minus_00_dot_47_bar__plus_01_dot_15_bar__plus_00_dot_48 Sink_bar__minus_01_dot_99_bar__plus_01_dot_14_bar__minus_00_dot_44_bar_SinkBasin)
-(objectAtLocation Apple_bar__plus_01_dot_00_bar__plus_00_dot_90_bar__minus_01_dot_20 loc_bar__minus_4_bar_0_bar_3_bar_45)
-(objectAtLocation Apple_bar__minus_00_dot_47_bar__plus_01_dot_15_bar__plus_00_dot_48 loc_bar_2_bar_2_bar_1_bar_60)
+(objectType Apple_bar__plus_01_dot_00_bar__plus_00_dot_90_bar__minus_01_dot_20 \
+AppleType)
+(objectType Apple_bar__minus_00_dot_47_bar__plus_01_dot_15_bar__plus_00_dot_48 \
+AppleType)
+(inReceptacle \
+Apple_bar__plus_01_dot_00_bar__plus_00_dot_90_bar__minus_01_dot_20 \
+Fridge_bar__minus_02_dot_10_bar__plus_00_dot_00_bar__plus_01_dot_07)
+(inReceptacle \
+Apple_bar__minus_00_dot_47_bar__plus_01_dot_15_bar__plus_00_dot_48 \
+Sink_bar__minus_01_dot_99_bar__plus_01_dot_14_bar__minus_00_dot_44_bar_\
+SinkBasin)
+(objectAtLocation \
+Apple_bar__plus_01_dot_00_bar__plus_00_dot_90_bar__minus_01_dot_20 \
+loc_bar__minus_4_bar_0_bar_3_bar_45)
+(objectAtLocation \
+Apple_bar__minus_00_dot_47_bar__plus_01_dot_15_bar__plus_00_dot_48 \
+loc_bar_2_bar_2_bar_1_bar_60)
 (pickupable Apple_bar__plus_01_dot_00_bar__plus_00_dot_90_bar__minus_01_dot_20)
 (pickupable Apple_bar__minus_00_dot_47_bar__plus_01_dot_15_bar__plus_00_dot_48)
 (coolable Apple_bar__plus_01_dot_00_bar__plus_00_dot_90_bar__minus_01_dot_20)
@@ -302,7 +334,8 @@ loc_bar__minus_6_bar_4_bar_1_bar_30 - location
 (canContain FridgeType AppleType)
 (canContain SinkBasinType AppleType)
 )
-(:goal (and (exists (?r # receptacle) (exists (?o # object) (and (coolable ?o) (objectType ?o AppleType)
+(:goal (and (exists (?r # receptacle) (exists (?o # object) (and (coolable ?o) \
+(objectType ?o AppleType)
   (receptacleType ?r CounterTopType) (isCool ?o) (inReceptacle ?o ?r))))))
 )
 """.replace(" # ", " - ")
@@ -340,7 +373,8 @@ def test_loads_alfred_style_problem(tmp_path):
   # The apple in the fridge starts cool (ALFRED quirk): fetch it and place it.
   for cmd in ["go to fridge 1", "open fridge 1"]:
     obs, won, _, _ = env.step([cmd])
-  # ids sort '_minus' < '_plus', so the sink apple (first id) is apple 2, the fridge apple apple 1
+  # ids sort '_minus' < '_plus', so the sink apple
+  # (first id) is apple 2, the fridge apple apple 1
   assert (
     obs[0]
     == "You open the fridge 1. The fridge 1 is open. In it, you see a apple 1."

@@ -1,4 +1,5 @@
-"""Oracle expert: exact distances (vs brute-force BFS), plans, progress labels."""
+"""Oracle expert: exact distances (vs
+brute-force BFS), plans, progress labels."""
 
 import random
 from collections import deque
@@ -32,8 +33,8 @@ def _key(st):
 
 
 def _bfs_distance(cg: CompiledGame, start, limit: int = 14) -> float:
-  """True distance-to-goal by breadth-first search over the engine's own transitions
-  (actions that cannot change goal-relevant facts are skipped)."""
+  """True distance-to-goal by breadth-first search over the engine's own
+  transitions (actions that cannot change goal-relevant facts are skipped)."""
   if cg.goal_satisfied(start):
     return 0
   seen, frontier = {_key(start)}, deque([(start, 0)])

@@ -1,5 +1,6 @@
-"""Generator: determinism across processes/hash seeds, split quotas, held-out scenes, sizes,
-all evaluation games solved by the expert within 50 steps (native engine), loader acceptance."""
+"""Generator: determinism across processes/hash seeds, split quotas, held-out
+scenes, sizes, all evaluation games solved by the expert within 50 steps (native
+engine), loader acceptance."""
 
 import hashlib
 import os
@@ -22,7 +23,8 @@ from rla_jax.envs.alfworld.types_tables import SPLIT_QUOTAS, TASK_TYPE_NAMES
 _GEN = (
   "from rla_jax.envs.alfworld import generate_split; import sys\n"
   "for s in ('valid_seen', 'valid_unseen'):\n"
-  "    generate_split(s, None, seed=0, data_dir=sys.argv[1], room_size=sys.argv[2])\n"
+  "    generate_split(s, None, seed=0, data_dir=sys.argv[1], "
+  "room_size=sys.argv[2])\n"
 )
 
 
@@ -95,7 +97,8 @@ def test_eval_splits_quotas_scenes_and_expert(room_size):
   else:
     assert min(n_recs) >= 6 and max(n_recs) >= 20
   assert len({g.game_id for g in seen + unseen}) == 274
-  # The expert solves all 274 evaluation games within 50 steps in the native engine.
+  # The expert solves all 274 evaluation games
+  # within 50 steps in the native engine.
   env = make_env("native", 274)
   games = seen + unseen
   plans = [expert_plan(g) for g in games]
@@ -105,7 +108,10 @@ def test_eval_splits_quotas_scenes_and_expert(room_size):
   for k in range(max(map(len, plans))):
     done = env.done
     env.step(
-      [p[k] if k < len(p) and not d else None for p, d in zip(plans, done)]
+      [
+        p[k] if k < len(p) and not d else None
+        for p, d in zip(plans, done, strict=True)
+      ]
     )
   assert all(env._won)
   for g in games:  # the goal text names the goal types
@@ -141,7 +147,7 @@ def test_task_types_restrict_the_draw_in_alfworld_proportions():
   counts = Counter(g.task_type for g in games)
   assert set(counts) == set(keep)
   # valid_seen quotas: simple 35, light 13 of 48 -> exactly 35 / 13
-  q = dict(zip(TASK_TYPE_NAMES, SPLIT_QUOTAS["valid_seen"]))
+  q = dict(zip(TASK_TYPE_NAMES, SPLIT_QUOTAS["valid_seen"], strict=True))
   assert counts == {t: q[t] * 48 // (q[keep[0]] + q[keep[1]]) for t in keep}
   for g in games[:6]:
     assert expert_plan(g)

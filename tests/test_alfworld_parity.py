@@ -1,7 +1,8 @@
-"""Parity: the native engine and the installed alfworld/textworld engine give identical
-observations, sorted admissible command lists and won flags, on expert and random (incl.
-invalid) command sequences over 50+ generated games of all 6 task types, a few perturbed and
-full-size games, and an ALFRED-style mangled-id game file. The expert wins in TextWorld too."""
+"""Parity: the native engine and the installed alfworld/textworld engine give
+identical observations, sorted admissible command lists and won flags, on expert
+and random (incl. invalid) command sequences over 50+ generated games of all 6
+task types, a few perturbed and full-size games, and an ALFRED-style mangled-id
+game file. The expert wins in TextWorld too."""
 
 import os
 import random

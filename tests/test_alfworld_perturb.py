@@ -1,5 +1,5 @@
-"""Environment adaptation: perturbed games are valid, solvable, change the goal as asked and
-their task text names the new goal."""
+"""Environment adaptation: perturbed games are valid, solvable,
+change the goal as asked and their task text names the new goal."""
 
 import numpy as np
 import pytest

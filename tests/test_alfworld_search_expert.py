@@ -1,4 +1,5 @@
-"""Searching expert: blind fetches become a search of the room listing; it still wins."""
+"""Searching expert: blind fetches become a
+search of the room listing; it still wins."""
 
 import numpy as np
 import pytest
@@ -30,7 +31,8 @@ def test_blind_fetch_classification():
     ["go to drawer 1", "open drawer 1", "take pen 1 from drawer 1"]
   )
   assert is_blind_fetch(["go to desk 1", "use desklamp 1"])
-  # going to a listed appliance or goal, or fetching from elsewhere, is not blind
+  # going to a listed appliance or goal, or
+  # fetching from elsewhere, is not blind
   assert not is_blind_fetch(
     ["go to sinkbasin 1", "clean mug 1 with sinkbasin 1"]
   )

@@ -1,4 +1,5 @@
-"""JSONL loaders (CURE / CodeContests / LiveCodeBench / LiveBench) and the TFDS builder without TensorFlow."""
+"""JSONL loaders (CURE / CodeContests / LiveCodeBench /
+LiveBench) and the TFDS builder without TensorFlow."""
 
 import base64
 import json
@@ -170,6 +171,7 @@ def test_duplicate_ids_and_hostile_pickle_rejected(tmp_path):
     D.load_jsonl_tasks(path, "parquet")
 
 
+# A script run as is in a subprocess: its long lines stay unsplit.
 TFDS_SCRIPT = textwrap.dedent("""
     import json, sys
     import importlib.util
@@ -190,7 +192,7 @@ TFDS_SCRIPT = textwrap.dedent("""
            "report": report, "bad_error": bad_error, "skipped": skipped,
            "tf_loaded": "tensorflow" in sys.modules}
     print("RESULT" + json.dumps(out))
-""")
+""")  # noqa: E501
 
 
 def test_tfds_builder_prepares_and_reads_back_without_tensorflow(tmp_path):

@@ -1,5 +1,6 @@
-"""Offline task family: determinism, independent solution programs pass in the sandbox,
-level 4 defeats the naive algorithm, rule-based variants, train/eval split."""
+"""Offline task family: determinism, independent solution programs pass in the
+sandbox, level 4 defeats the naive algorithm, rule-based variants, train/eval
+split."""
 
 import itertools
 import json
@@ -11,17 +12,19 @@ from rla_jax.envs.coding import offline_family as fam
 from rla_jax.envs.coding import sandbox as sb
 from rla_jax.envs.coding.tasks import Task
 
-# Independently written solutions (not the generator's solvers), one per (kind, level).
+# Independently written solutions (not the
+# generator's solvers), one per (kind, level).
 SOLUTIONS = {
   ("digits", 1): "print(sum(map(int, input().strip())))",
-  (
-    "digits",
-    2,
-  ): "n, b = map(int, input().split())\ns = 0\nwhile n:\n    s += n % b\n    n //= b\nprint(s)",
-  (
-    "digits",
-    3,
-  ): "n, k = map(int, input().split())\nprint(sum(1 for x in range(1, n + 1) if sum(map(int, str(x))) % k == 0))",
+  ("digits", 2): (
+    "n, b = map(int, input().split())\ns = 0\nwhile n:\n    s += n % b\n"
+    "    n //= b\nprint(s)"
+  ),
+  ("digits", 3): (
+    "n, k = map(int, input().split())\n"
+    "print(sum(1 for x in range(1, n + 1) if sum(map(int, str(x))) % k == 0))"
+  ),
+  # Program text run as is in the sandbox: its long line stays unsplit.
   ("digits", 4): """
 from functools import lru_cache
 n, k = map(int, input().split())
@@ -32,11 +35,11 @@ def go(i, m, tight):
         return 1 if m == 0 else 0
     top = int(d[i]) if tight else 9
     return sum(go(i + 1, (m + x) % k, tight and x == top) for x in range(top + 1))
-print(go(0, 0, True) - 1)""",
-  (
-    "array",
-    1,
-  ): "n, k = map(int, input().split())\na = list(map(int, input().split()))\nprint(sum(x for x in a if x % k == 0))",
+print(go(0, 0, True) - 1)""",  # noqa: E501
+  ("array", 1): (
+    "n, k = map(int, input().split())\na = list(map(int, input().split()))\n"
+    "print(sum(x for x in a if x % k == 0))"
+  ),
   ("array", 2): """
 n = int(input()); a = list(map(int, input().split()))
 best = cur = 1
@@ -61,14 +64,15 @@ for x in map(int, input().split()):
     c[x % k] += 1
 print(ans)""",
   ("strings", 1): "print(' '.join(w[::-1] for w in input().split()))",
-  (
-    "strings",
-    2,
-  ): "import itertools\nprint(''.join(ch + str(len(list(g))) for ch, g in itertools.groupby(input().strip())))",
-  (
-    "strings",
-    3,
-  ): "s = input().strip(); k = int(input())\nprint(len(set(s[i:i + k] for i in range(len(s) - k + 1))))",
+  ("strings", 2): (
+    "import itertools\n"
+    "print(''.join(ch + str(len(list(g))) for ch, g in "
+    "itertools.groupby(input().strip())))"
+  ),
+  ("strings", 3): (
+    "s = input().strip(); k = int(input())\n"
+    "print(len(set(s[i:i + k] for i in range(len(s) - k + 1))))"
+  ),
   ("strings", 4): """
 s = input().strip(); n = len(s); best = 0
 for c in range(2 * n - 1):
@@ -81,7 +85,8 @@ print(best)""",
 
 NAIVE_PAIRS = (
   "n, k = map(int, input().split())\na = list(map(int, input().split()))\n"
-  "print(sum(1 for i in range(n) for j in range(i + 1, n) if (a[i] + a[j]) % k == 0))"
+  "print(sum(1 for i in range(n) for j in range(i + 1, n) "
+  "if (a[i] + a[j]) % k == 0))"
 )
 
 
@@ -153,7 +158,7 @@ def test_independent_solutions_pass_and_naive_level4_times_out(tmp_path):
   from rla_jax.envs.coding.tasks import outputs_match
 
   expected = [t[1] for key in tasks for t in tasks[key].tests]
-  for key, out, exp in zip(owners, outs[:-1], expected):
+  for key, out, exp in zip(owners, outs[:-1], expected, strict=True):
     assert out.status == sb.OK and outputs_match(out.stdout, exp), (
       key,
       out,

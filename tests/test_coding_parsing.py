@@ -1,4 +1,5 @@
-"""Parsing of model outputs (code, generated tests, task proposals) and prompt structure."""
+"""Parsing of model outputs (code, generated
+tests, task proposals) and prompt structure."""
 
 import json
 
@@ -17,7 +18,10 @@ PARENT = Task(
 
 
 def test_extract_code_takes_last_python_block():
-  text = "think...\n```python\nprint(1)\n```\nbetter:\n```Python\nprint(2)\n```\n```\nnot python\n```"
+  text = (
+    "think...\n```python\nprint(1)\n```\nbetter:\n"
+    "```Python\nprint(2)\n```\n```\nnot python\n```"
+  )
   assert parsing.extract_code(text) == "print(2)\n"
   assert (
     parsing.extract_code("```py\nx = input()\nprint(x)\n```")
@@ -44,7 +48,8 @@ def test_extract_code_invalid_is_none(text):
 
 def test_generated_test_round_trip_with_prompt_format():
   model_output = (
-    "Let me reason. For input 3 4 the sum is 7.\n\n**Test Input:**\n```\n3 4\n```\n\n"
+    "Let me reason. For input 3 4 the sum is 7.\n\n"
+    "**Test Input:**\n```\n3 4\n```\n\n"
     "**Test Output:**\n```\n7\n```\n\n**Explanation:** 3 + 4 = 7."
   )
   assert parsing.parse_generated_test(model_output) == ("3 4\n", "7\n")
@@ -59,7 +64,8 @@ def test_generated_test_round_trip_with_prompt_format():
 
 def test_generated_test_last_match_and_literal_newlines():
   text = (
-    "**Test Input:**\n```\n1\n```\n**Test Output:**\n```\n1\n```\nWait, better one:\n"
+    "**Test Input:**\n```\n1\n```\n**Test Output:**\n```\n1\n```\n"
+    "Wait, better one:\n"
     "**Test Input:**\n```text\n2\\n5 6\n```\n**Test Output:**\n```\n11\n```"
   )
   assert parsing.parse_generated_test(text) == ("2\n5 6\n", "11\n")

@@ -1,4 +1,5 @@
-"""Coding rewards against hand-computed examples (values derived on paper, not from the code)."""
+"""Coding rewards against hand-computed examples
+(values derived on paper, not from the code)."""
 
 import math
 
@@ -11,7 +12,8 @@ T, F = True, False
 
 
 def test_code_rewards_hand_example():
-  # pass fractions [1, 1/2, 0, 1]: mean 5/8, population var 11/64 -> std sqrt(11)/8
+  # pass fractions [1, 1/2, 0, 1]: mean 5/8,
+  # population var 11/64 -> std sqrt(11)/8
   gt = [[T, T], [T, F], [F, F], [T, T]]
   s11 = math.sqrt(11)
   np.testing.assert_allclose(
@@ -94,7 +96,8 @@ def test_unit_test_rewards_standardised():
 
 def test_unit_test_rewards_all_codes_correct():
   gen = [[T, T, F], [T, F, F]]
-  # no incorrect codes: +1 for a test every correct code passes, else -1; invalid -> -(0 + 1)
+  # no incorrect codes: +1 for a test every correct
+  # code passes, else -1; invalid -> -(0 + 1)
   assert R.unit_test_raw_rewards([T, T], gen, [T, T, F]).tolist() == [
     1.0,
     -1.0,
@@ -149,8 +152,9 @@ def test_coding_metrics_hand_example():
   m = R.coding_metrics(
     [t[0] for t in tasks], [t[1] for t in tasks], [t[2] for t in tasks]
   )
-  # code: (2 + 0 + 2) / (4 + 2 + 2); ut: A has u0, u1 correct (u3 invalid), C has its first test -> 3/6;
-  # detect: only A has both kinds; u0 alone also rejects every incorrect code -> 1/4.
+  # code: (2 + 0 + 2) / (4 + 2 + 2); ut: A has u0, u1 correct (u3 invalid), C
+  # has its first test -> 3/6; detect: only A has both kinds; u0 alone also
+  # rejects every incorrect code -> 1/4.
   assert m == {
     "code": pytest.approx(0.5),
     "ut": pytest.approx(0.5),

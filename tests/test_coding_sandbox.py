@@ -1,5 +1,6 @@
-"""Hostile-program suite for the coding sandbox: every case ends with a clear status within its
-limit, the calling process survives, and nothing outside the sandbox's temp dir changes."""
+"""Hostile-program suite for the coding sandbox: every case ends with a clear
+status within its limit, the calling process survives, and nothing outside the
+sandbox's temp dir changes."""
 
 import os
 import socket
@@ -75,6 +76,7 @@ def _network_probe(port):
 
 
 def _outside_writer(outside_file, victim_file, world_writable_probe):
+  # Program text run as is in the sandbox: its long line stays unsplit.
   return _prog(f"""
         import os
         results = []
@@ -94,7 +96,7 @@ def _outside_writer(outside_file, victim_file, world_writable_probe):
             f.write("fine")
         results.append(open("inside.txt").read())
         print(" ".join(results))
-    """)
+    """)  # noqa: E501
 
 
 def _env_reader(test_pid):
@@ -149,7 +151,8 @@ def _accept_until(server, received, stop):
 
 
 def _hostile_suite(ex, tmp_path, monkeypatch):
-  """Runs every hostile program in one batch; returns {name: outcome} and side-effect info."""
+  """Runs every hostile program in one batch;
+  returns {name: outcome} and side-effect info."""
   monkeypatch.setenv("RLA_TEST_SECRET", SECRET)
   world_writable_probe = f"/tmp/rla_sbx_probe_{uuid.uuid4().hex}"
   outside = tmp_path / "outside.txt"
@@ -193,7 +196,7 @@ def _hostile_suite(ex, tmp_path, monkeypatch):
   thread.join()
   server.close()
   return (
-    dict(zip(names, outcomes)),
+    dict(zip(names, outcomes, strict=True)),
     outside,
     victim,
     received,
@@ -212,13 +215,15 @@ def _check_common(results, outside, victim, received, ex):
   assert results["sleeps_forever"].status == sb.TIMEOUT
   assert results["fork_bomb"].status in (sb.TIMEOUT, sb.RUNTIME_ERROR)
   assert results["memory_bomb"].status == sb.MEMORY_LIMIT
-  # Page-faulting 1 GiB can take longer than the time limit on a slow machine: either limit may fire.
+  # Page-faulting 1 GiB can take longer than the time
+  # limit on a slow machine: either limit may fire.
   assert results["memory_growth"].status in (sb.MEMORY_LIMIT, sb.TIMEOUT)
   assert results["huge_output"].status == sb.OUTPUT_LIMIT
   assert len(results["huge_output"].stdout.encode()) <= ex.limits.output_bytes
   assert results["default_recursion"].status == sb.RUNTIME_ERROR
   assert "RecursionError" in results["default_recursion"].stderr_tail
-  # Python 3.11 keeps Python frames off the C stack: a raised recursion limit ends in whichever limit is hit.
+  # Python 3.11 keeps Python frames off the C stack: a
+  # raised recursion limit ends in whichever limit is hit.
   assert results["deep_recursion"].status in (
     sb.RUNTIME_ERROR,
     sb.MEMORY_LIMIT,
@@ -268,8 +273,9 @@ def test_hostile_programs_namespace_mode(executor, tmp_path, monkeypatch):
 def test_hostile_programs_fallback_mode(
   fallback_executor, tmp_path, monkeypatch
 ):
-  """Without namespaces: uid drop (as root) + in-process socket guard contain everything except
-  world-writable directories such as /tmp (documented limitation of this mode)."""
+  """Without namespaces: uid drop (as root) + in-process socket guard contain
+  everything except world-writable directories such as /tmp (documented
+  limitation of this mode)."""
   if os.geteuid() != 0:
     pytest.skip(
       "fallback containment of file writes relies on the root-only uid drop"
@@ -294,7 +300,8 @@ def test_process_limit_really_holds(mode, executor, fallback_executor):
     pytest.skip(f"no process limit available in this mode: {ex.last_isolation}")
   assert out.status == sb.OK, out
   assert int(out.stdout) < ex.limits.max_processes
-  # The sleeping children were killed when the test ended: no process of a sandbox uid survives.
+  # The sleeping children were killed when the test
+  # ended: no process of a sandbox uid survives.
   base = ex.limits.uid_base
   survivors = []
   for name in os.listdir("/proc"):
@@ -341,7 +348,8 @@ def test_results_matrix_and_invalid_programs(executor):
 
 
 def test_each_test_gets_a_fresh_process_and_directory(executor):
-  """State written by one test must not leak into the next test of the same program."""
+  """State written by one test must not leak
+  into the next test of the same program."""
   prog = _prog("""
         import os
         seen = os.path.exists("state.txt")

@@ -165,7 +165,7 @@ def test_evaluation_plays_several_rollouts_per_game(env, tmp_path, monkeypatch):
   monkeypatch.setattr(loop, "_rollouts", spy)
   out = loop.evaluate(-1)
   assert len(played) == 2  # the ID and the OOD split
-  for (ids, eps), name in zip(played, loop.eval_games):
+  for (ids, eps), name in zip(played, loop.eval_games, strict=True):
     one_pass = [g.game_id for g in loop.eval_games[name]]
     assert ids == one_pass * 2
     assert out[f"eval/{name}_success"] == pytest.approx(

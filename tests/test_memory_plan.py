@@ -89,7 +89,11 @@ def test_analytical_shards_equal_real_shards_on_8_cpu_devices():
     timeout=600,
   )
   assert proc.returncode == 0, proc.stderr[-3000:]
-  line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1]
+  line = [
+    out_line
+    for out_line in proc.stdout.splitlines()
+    if out_line.startswith("RESULT ")
+  ][-1]
   r = json.loads(line[len("RESULT ") :])
   assert r["devices"] == 8
   params = r["params"]

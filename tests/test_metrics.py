@@ -1,4 +1,5 @@
-"""Tests for rla_jax.metrics: writer (TensorBoard, JSONL, terminal, resume) and reports."""
+"""Tests for rla_jax.metrics: writer (TensorBoard,
+JSONL, terminal, resume) and reports."""
 
 from __future__ import annotations
 
@@ -108,7 +109,7 @@ def _write_steps(workdir, steps, clock, variant=0.0, truncate=None):
       w.write(s, _metrics_for(s, variant))
 
 
-# --- writer ----------------------------------------------------------------------
+# --- writer -------------------------------------------------------------------
 
 
 def test_jsonl_round_trip_with_numpy_bool_and_non_finite(tmp_path):
@@ -173,8 +174,8 @@ def test_tensorboard_event_files_read_back(tmp_path):
 def test_resume_truncation_reproduces_uninterrupted_run(tmp_path):
   full, resumed = str(tmp_path / "full"), str(tmp_path / "resumed")
   _write_steps(full, range(5), FakeClock())
-  # Killed run: steps 3..5 were logged with other values after the last checkpoint
-  # (at step 3), then the kill tore the JSONL line of step 6.
+  # Killed run: steps 3..5 were logged with other values after the last
+  # checkpoint (at step 3), then the kill tore the JSONL line of step 6.
   _write_steps(resumed, range(3), FakeClock())
   _write_steps(
     resumed, [3, 4, 5], FakeClock(), variant=0.5
@@ -279,7 +280,7 @@ def test_bad_input_and_close_idempotent(tmp_path):
   assert len(MetricsWriter.read_history(str(tmp_path))) == 1
 
 
-# --- run summary -----------------------------------------------------------------
+# --- run summary --------------------------------------------------------------
 
 
 def _synthetic_history():
@@ -327,7 +328,8 @@ def test_summary_table_and_learning_curves(tmp_path):
     if line.startswith("| ") and "/" in line
   }
   assert rows["eval/in_distribution_success"] == (
-    "| eval/in_distribution_success | 0.125 (0) | 0.625 (20) | 0.75 (15, max) | 0.5 | 5 |"
+    "| eval/in_distribution_success | 0.125 (0) | 0.625 (20) | 0.75 (15, max) "
+    "| 0.5 | 5 |"
   )
   # None at step 0 is "not evaluated": first value is at step 5.
   assert rows["eval/rm_process_accuracy"].startswith(
@@ -336,7 +338,8 @@ def test_summary_table_and_learning_curves(tmp_path):
   assert rows["env/accepted_total"] == (
     "| env/accepted_total | 0 (0) | 40 (20) | 40 (20, max) | 40 | 21 |"
   )
-  # Loss: best is the minimum (step 19: 3.0 - 1.9 = 1.1), not the last value (1.5).
+  # Loss: best is the minimum (step 19: 3.0 - 1.9 = 1.1),
+  # not the last value (1.5).
   assert rows["train/policy_loss"].startswith(
     "| train/policy_loss | 3 (0) | 1.5 (20) | 1.1 (19, min)"
   )
@@ -381,8 +384,8 @@ def test_summary_from_writer_jsonl(tmp_path):
     MetricsWriter.read_history(str(tmp_path)), title="from disk"
   )
   assert (
-    "| eval/in_distribution_success | 0 (0) | 0.2 (4) | 0.2 (4, max) | 0.2 | 3 |"
-    in text
+    "| eval/in_distribution_success | 0 (0) | 0.2 (4) | 0.2 (4, max) "
+    "| 0.2 | 3 |" in text
   )
 
 
@@ -395,7 +398,7 @@ def test_last_values_skips_unevaluated_steps():
   assert last_values(history) == {"a": 0.5, "b": 3.0, "c": 2}
 
 
-# --- ablation --------------------------------------------------------------------
+# --- ablation -----------------------------------------------------------------
 
 
 def test_mean_and_sample_std_by_hand():
@@ -412,7 +415,8 @@ def test_ablation_table_values(tmp_path):
     "eval/rm_process_accuracy",
     "eval/rm_outcome_accuracy",
   )
-  seed = lambda *values: dict(zip(cols, values))  # noqa: E731
+  # A seed may give only the first columns (the rest absent): zip truncates.
+  seed = lambda *values: dict(zip(cols, values, strict=False))  # noqa: E731
   results = {
     "Before": [seed(0.39, 0.449, 0.47, 0.596)],
     "Policy": [

@@ -67,7 +67,7 @@ def _build_models(out: str) -> None:
     agent_text.judge_response_text(1),
     agent_text.judge_response_text(-1),
   ]
-  for o, admissible in zip(obs, infos["admissible_commands"]):
+  for o, admissible in zip(obs, infos["admissible_commands"], strict=True):
     prompt = agent_text.policy_step_text([o], [], admissible, 0)
     texts += [
       prompt,
@@ -121,7 +121,7 @@ def _wait_all(procs, logs, deadline):
         p.wait()
   if any(p.returncode != 0 for p in procs):
     tails = []
-    for p, path in zip(procs, logs):
+    for p, path in zip(procs, logs, strict=True):
       with open(path, errors="replace") as f:
         tails.append(f"--- {path} (rc {p.returncode}) ---\n" + f.read()[-4000:])
     pytest.fail("worker failed or timed out:\n" + "\n".join(tails))
@@ -170,7 +170,7 @@ def _assert_results_match(a, b, rtol, atol, what):
     if key == "loop_history":
       ha, hb = json.loads(str(a[key])), json.loads(str(b[key]))
       assert len(ha) == len(hb), what
-      for ra, rb in zip(ha, hb):
+      for ra, rb in zip(ha, hb, strict=True):
         assert sorted(ra) == sorted(rb), what
         for k in ra:
           np.testing.assert_allclose(

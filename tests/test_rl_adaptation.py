@@ -1,4 +1,5 @@
-"""Tests for rla_jax.rl.adaptation: direction, acceptance rule, TaskPool state machine."""
+"""Tests for rla_jax.rl.adaptation: direction,
+acceptance rule, TaskPool state machine."""
 
 import json
 

@@ -1,4 +1,5 @@
-"""Tests for rla_jax.rl.advantages (hand-computed cases + an independent loop reference)."""
+"""Tests for rla_jax.rl.advantages (hand-computed
+cases + an independent loop reference)."""
 
 import math
 
@@ -19,7 +20,8 @@ S3 = math.sqrt(1.5)  # z-score of (1, 3, 5) at the ends: 2 / sqrt(8/3)
 
 
 def _loop_step_index_reference(r_lists, eps=1e-8):
-  """Independent list-of-lists version of the per-step-index rule (reference sec. 3.1)."""
+  """Independent list-of-lists version of the
+  per-step-index rule (reference sec. 3.1)."""
   out = [list(seq) for seq in r_lists]
   for k in range(max((len(s) for s in out), default=0)):
     idx = [j for j in range(len(out)) if k < len(out[j])]
@@ -28,7 +30,7 @@ def _loop_step_index_reference(r_lists, eps=1e-8):
     vals = [out[j][k] for j in idx]
     mu = sum(vals) / len(vals)
     std = (sum((v - mu) ** 2 for v in vals) / len(vals)) ** 0.5
-    for j, v in zip(idx, vals):
+    for j, v in zip(idx, vals, strict=True):
       out[j][k] = 0.0 if std <= eps else (v - mu) / std
   return out
 
@@ -36,7 +38,8 @@ def _loop_step_index_reference(r_lists, eps=1e-8):
 def test_standardize_by_step_index_hand_computed():
   r = np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 0.0], [5.0, 0.0, 0.0]])
   mask = np.array([[1, 1, 1], [1, 1, 0], [1, 0, 0]], bool)
-  # k=0: (1,3,5) -> (-sqrt(1.5), 0, sqrt(1.5)); k=1: (2,2) std 0 -> 0; k=2: lone traj 0.
+  # k=0: (1,3,5) -> (-sqrt(1.5), 0, sqrt(1.5));
+  # k=1: (2,2) std 0 -> 0; k=2: lone traj 0.
   a = standardize_by_step_index(r, mask)
   np.testing.assert_allclose(
     a, [[-S3, 0, 3.0], [0, 0, 0], [S3, 0, 0]], atol=1e-12

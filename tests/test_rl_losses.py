@@ -1,4 +1,5 @@
-"""Tests for rla_jax.rl.losses against a straightforward numpy implementation."""
+"""Tests for rla_jax.rl.losses against a
+straightforward numpy implementation."""
 
 import math
 
@@ -15,7 +16,8 @@ from rla_jax.rl.losses import (
 
 
 def numpy_ppo_loss(new, old, adv, mask, eps=0.2, beta=0.01, c=10.0):
-  """Per-sample loop, float64: the formula written out directly (reference sec. 3.2)."""
+  """Per-sample loop, float64: the formula
+  written out directly (reference sec. 3.2)."""
   loss, denom = 0.0, 0
   metrics = {name: 0.0 for name in METRIC_NAMES}
   for b in range(new.shape[0]):
@@ -60,7 +62,8 @@ def test_matches_numpy_on_random_inputs():
       np.testing.assert_allclose(
         float(metrics[name]), exp_metrics[name], rtol=1e-5, atol=1e-6
       )
-    # Some tokens are actually clipped in these batches, so clip_frac is exercised.
+    # Some tokens are actually clipped in these
+    # batches, so clip_frac is exercised.
     assert float(metrics["clip_frac"]) > 0
 
 
@@ -84,7 +87,8 @@ def test_hand_computed_single_tokens():
   adv = np.array([1.0, -1.0, 0.0], np.float32)
   _, denom, m = ppo_clip_kl_loss(new, old, adv, mask, kl_beta=0.0)
   # sample 0: A=+1, rho=1.5 -> min(1.5, 1.2) = 1.2 -> pg -1.2 (clipped);
-  # sample 1: A=-1 -> min(-1.5, -1.2) = -1.5 -> pg 1.5 (not clipped); sample 2: A=0 -> 0.
+  # sample 1: A=-1 -> min(-1.5, -1.2) = -1.5 -> pg 1.5 (not clipped);
+  # sample 2: A=0 -> 0.
   assert float(denom) == 3
   np.testing.assert_allclose(float(m["pg_loss"]), -1.2 + 1.5 + 0.0, atol=1e-6)
   np.testing.assert_allclose(float(m["clip_frac"]), 1.0, atol=1e-6)
@@ -97,8 +101,9 @@ def test_hand_computed_single_tokens():
 
 
 def test_token_mean_then_sequence_sum():
-  # One sample with 1 token and pg 2, one with 4 tokens and pg 1 each: seq-mean-token-mean
-  # gives (2 + 1) / 2 = 1.5, whereas a global token mean would give 6/5.
+  # One sample with 1 token and pg 2, one with 4 tokens and pg 1 each:
+  # seq-mean-token-mean gives (2 + 1) / 2 = 1.5, whereas a global token mean
+  # would give 6/5.
   new = np.zeros((2, 4), np.float32)
   adv = np.array([-2.0, -1.0], np.float32)
   mask = np.array([[1, 0, 0, 0], [1, 1, 1, 1]], bool)

@@ -1,4 +1,5 @@
-"""Tests for rla_jax.rl.prompts: pieces present, in order, numbering consistent."""
+"""Tests for rla_jax.rl.prompts: pieces
+present, in order, numbering consistent."""
 
 import re
 

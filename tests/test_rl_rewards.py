@@ -13,7 +13,7 @@ from rla_jax.rl.rewards import (
 )
 
 
-# ----------------------------------------------------------------------------- parsing
+# ---------------------------------------------------------------------- parsing
 @pytest.mark.parametrize(
   "text, expected",
   [
@@ -93,7 +93,7 @@ def test_parse_action_index_rejects_bad_num_actions():
     parse_action_index("\\boxed{1}", 0)
 
 
-# ----------------------------------------------------------------------------- rewards
+# ---------------------------------------------------------------------- rewards
 def test_outcome_from_success():
   assert outcome_from_success(True) == 1
   assert outcome_from_success(False) == -1

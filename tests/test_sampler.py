@@ -42,7 +42,7 @@ def _sampler(model, **kw):
 def test_greedy_is_teacher_forced_argmax_and_logprobs_match(model, prompts):
   out = _sampler(model).generate(prompts, greedy=True)
   assert out.lengths == [10] * 4
-  for p, toks, lps in zip(prompts, out.tokens, out.logprobs):
+  for p, toks, lps in zip(prompts, out.tokens, out.logprobs, strict=True):
     seq = jnp.asarray([p + toks])
     logits, _ = model(seq)
     argmax = np.asarray(jnp.argmax(logits[0, len(p) - 1 : -1], -1)).tolist()
@@ -55,7 +55,7 @@ def test_sampled_logprobs_match_training_forward(model, prompts):
   out = _sampler(model).generate(
     prompts, seed=7, temperature=0.7, top_p=0.9, top_k=50
   )
-  for p, toks, lps in zip(prompts, out.tokens, out.logprobs):
+  for p, toks, lps in zip(prompts, out.tokens, out.logprobs, strict=True):
     seq = jnp.asarray([p + toks])
     train_lp = np.asarray(sequence_logprobs(model, seq, jnp.ones_like(seq)))
     np.testing.assert_allclose(lps, train_lp[0, len(p) :], atol=1e-4)
@@ -72,7 +72,9 @@ def test_row_stops_at_stop_token_while_others_continue(model, prompts):
   free = _sampler(model).generate(prompts, greedy=True)
   stop = free.tokens[0][2]  # row 0 emits this at step 3
   out = _sampler(model, stop_token_ids=[stop, 1]).generate(prompts, greedy=True)
-  for row_free, row, stopped in zip(free.tokens, out.tokens, out.stopped):
+  for row_free, row, stopped in zip(
+    free.tokens, out.tokens, out.stopped, strict=True
+  ):
     cut = next(
       (j + 1 for j, t in enumerate(row_free) if t in (stop, 1)), len(row_free)
     )
@@ -113,7 +115,7 @@ def test_session_continuation_equals_reencoding(model, prompts):
       history[i] += new[i]
     ref = sampler.generate(history, greedy=True)
     assert out.tokens == ref.tokens
-    for a, b in zip(out.logprobs, ref.logprobs):
+    for a, b in zip(out.logprobs, ref.logprobs, strict=True):
       np.testing.assert_allclose(a, b, atol=1e-4)
     for i in range(4):
       history[i] += out.tokens[i]
@@ -127,10 +129,13 @@ def test_session_continuation_equals_reencoding(model, prompts):
 def test_no_recompilation_once_buckets_are_warm(model):
   sampler = _sampler(model, prompt_buckets=(16, 32, 64), batch_buckets=(4, 8))
   rng = np.random.RandomState(2)
-  make = lambda n, b: [
-    list(map(int, rng.randint(3, 211, size=rng.randint(1, n + 1))))
-    for _ in range(b)
-  ]
+
+  def make(n, b):
+    return [
+      list(map(int, rng.randint(3, 211, size=rng.randint(1, n + 1))))
+      for _ in range(b)
+    ]
+
   for n in (16, 32, 64):  # warm every (prompt bucket, batch bucket)
     for b in (4, 8):
       sampler.generate(make(n, b), greedy=True)
@@ -192,7 +197,9 @@ def test_num_samples_share_one_prefill(model, prompts):
   for i, p in enumerate(prompts):
     samples = out.tokens[i * m : (i + 1) * m]
     assert len({tuple(s) for s in samples}) > 1  # independent draws
-    for toks, lps in zip(samples, out.logprobs[i * m : (i + 1) * m]):
+    for toks, lps in zip(
+      samples, out.logprobs[i * m : (i + 1) * m], strict=True
+    ):
       seq = jnp.asarray([p + toks])
       train_lp = np.asarray(sequence_logprobs(model, seq, jnp.ones_like(seq)))
       np.testing.assert_allclose(lps, train_lp[0, len(p) :], atol=1e-4)
@@ -206,7 +213,8 @@ def test_geometric_buckets_bound_padding():
   assert all(x % 16 == 0 for x in b)
   assert (256, 320, 384, 448, 512) == tuple(x for x in b if 256 <= x <= 512)
   # above the rounding floor no bucket pads by more than 25 %
-  assert all(y <= 1.25 * x for x, y in zip(b, b[1:]) if x >= 64)
+  # consecutive pairs (x, y) of buckets: zip stops at the last one on purpose
+  assert all(y <= 1.25 * x for x, y in zip(b, b[1:], strict=False) if x >= 64)
   assert geometric_buckets(1, 9)[:8] == (1, 2, 3, 4, 5, 6, 7, 8)
   with pytest.raises(ValueError, match="bad arguments"):
     geometric_buckets(8, 4)

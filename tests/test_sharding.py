@@ -35,7 +35,11 @@ def test_sharded_logits_and_sampling_match_unsharded(tmp_path):
     [sys.executable, script, path], capture_output=True, text=True, timeout=300
   )
   assert proc.returncode == 0, proc.stderr[-3000:]
-  line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1]
+  line = [
+    out_line
+    for out_line in proc.stdout.splitlines()
+    if out_line.startswith("RESULT ")
+  ][-1]
   result = json.loads(line[len("RESULT ") :])
   for key in ("2x2x2/train", "2x2x2/sample", "2x4/train", "2x4/sample"):
     assert result[key]["diff"] <= 1e-4, (key, result[key])

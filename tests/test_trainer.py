@@ -32,7 +32,7 @@ def _samples(model, seed=0):
   adv = rng.randn(len(prompts))
   return [
     Sample(p, t, lp, float(a))
-    for p, t, lp, a in zip(prompts, out.tokens, out.logprobs, adv)
+    for p, t, lp, a in zip(prompts, out.tokens, out.logprobs, adv, strict=True)
   ]
 
 
@@ -49,7 +49,9 @@ def test_first_microbatch_ratio_is_one_and_params_move():
   after = jax.tree.map(np.asarray, nnx.state(learner.model()))
   moved = [
     np.abs(a - b).max()
-    for a, b in zip(jax.tree.leaves(after), jax.tree.leaves(before))
+    for a, b in zip(
+      jax.tree.leaves(after), jax.tree.leaves(before), strict=True
+    )
   ]
   assert min(moved) > 0
   second = learner.update(samples)  # now off-policy: the ratio moves
@@ -71,7 +73,9 @@ def test_micro_batch_accumulation_equals_one_batch(micro):
   (a_out, a_params), (b_out, b_params) = results[micro], results[8]
   assert a_out["loss"] == pytest.approx(b_out["loss"], abs=1e-6)
   assert a_out["grad_norm"] == pytest.approx(b_out["grad_norm"], rel=1e-5)
-  for x, y in zip(jax.tree.leaves(a_params), jax.tree.leaves(b_params)):
+  for x, y in zip(
+    jax.tree.leaves(a_params), jax.tree.leaves(b_params), strict=True
+  ):
     np.testing.assert_allclose(x, y, atol=1e-6)
 
 
@@ -134,7 +138,9 @@ def test_micro_batches_pad_to_their_own_length_bucket(monkeypatch):
   )
   samples = [
     Sample(p, t, lp, float(a))
-    for p, t, lp, a in zip(prompts, out.tokens, out.logprobs, rng.randn(6))
+    for p, t, lp, a in zip(
+      prompts, out.tokens, out.logprobs, rng.randn(6), strict=True
+    )
   ]
   assert sorted(len(s.prompt) + len(s.response) for s in samples)[3] <= 32
   seen = []
@@ -155,7 +161,7 @@ def test_micro_batches_pad_to_their_own_length_bucket(monkeypatch):
   assert seen == [(2, 32), (2, 32), (2, 64), (8, 64)]
   assert results[2][0]["loss"] == pytest.approx(results[8][0]["loss"], abs=1e-6)
   for x, y in zip(
-    jax.tree.leaves(results[2][1]), jax.tree.leaves(results[8][1])
+    jax.tree.leaves(results[2][1]), jax.tree.leaves(results[8][1]), strict=True
   ):
     np.testing.assert_allclose(x, y, atol=1e-5)  # float sum order
 
@@ -163,7 +169,7 @@ def test_micro_batches_pad_to_their_own_length_bucket(monkeypatch):
 def _kl_to_behaviour(learner, samples):
   """Mean over samples of the token-mean k3 KL(behaviour || current), numpy."""
   out = []
-  for s, lp in zip(samples, learner.logprobs(samples)):
+  for s, lp in zip(samples, learner.logprobs(samples), strict=True):
     d = np.asarray(s.old_logprobs, np.float64) - lp  # log pi_old - log pi
     out.append(np.mean(np.exp(d) - 1.0 - d))
   return float(np.mean(out))
@@ -199,5 +205,6 @@ def test_target_kl_stops_the_epoch_before_an_update_past_the_limit():
       for x, y in zip(
         jax.tree.leaves(nnx.state(learner.model())),
         jax.tree.leaves(nnx.state(probe.model())),
+        strict=True,
       ):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-6)

@@ -70,7 +70,7 @@ def test_sampler_decode_equals_scanned_reference(tiny_qwen3_dir):
   out = Sampler(model, max_prompt_len=16, max_new_tokens=8).generate(
     prompts, greedy=True
   )
-  for p, toks, lps in zip(prompts, out.tokens, out.logprobs):
+  for p, toks, lps in zip(prompts, out.tokens, out.logprobs, strict=True):
     ref_toks, ref_lps = _scan_greedy(model, p, 8)
     assert toks == ref_toks
     np.testing.assert_allclose(lps, ref_lps, atol=1e-5)
@@ -82,9 +82,10 @@ def test_session_turns_compile_nothing_after_warm_up(tiny_qwen3_dir):
     model, max_prompt_len=16, max_new_tokens=4, prompt_buckets=(8, 16)
   )
   rng = np.random.RandomState(4)
-  turn = lambda n: [
-    list(map(int, rng.randint(3, 300, size=n))) for _ in range(2)
-  ]
+
+  def turn(n):
+    return [list(map(int, rng.randint(3, 300, size=n))) for _ in range(2)]
+
   warm = sampler.session(batch_size=2, num_slots=128)
   for n in (5, 13):  # one turn per chunk bucket
     warm.turn(turn(n), greedy=True)

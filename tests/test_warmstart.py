@@ -1,4 +1,5 @@
-"""Warm start: a tiny end-to-end build (tokenizer, policy, reward model) and its parts."""
+"""Warm start: a tiny end-to-end build (tokenizer,
+policy, reward model) and its parts."""
 
 from __future__ import annotations
 
@@ -168,7 +169,7 @@ def test_noisy_rollouts_are_deterministic_and_targets_are_expert_choices():
   b = demos.noisy_expert_rollouts(games, 0.5, np.random.default_rng(7), 20)
   assert [e.actions for e in a] == [e.actions for e in b]
   assert any(
-    act != exp for e in a for act, exp in zip(e.actions, e.expert)
+    act != exp for e in a for act, exp in zip(e.actions, e.expert, strict=True)
   )  # noise happened
   examples = demos.policy_examples(a, 2)
   ep, k = a[0], 0
@@ -180,7 +181,7 @@ def test_noisy_rollouts_are_deterministic_and_targets_are_expert_choices():
   judged = demos.judge_examples(a, 2)
   flat = [(e, k) for e in a for k in range(len(e.actions))]
   assert len(judged) == len(flat)
-  for j, (e, k) in zip(judged, flat):
+  for j, (e, k) in zip(judged, flat, strict=True):
     assert j.label == (
       1 if label_progress(e.game, e.actions[:k], e.actions[k]) else -1
     )
@@ -228,13 +229,13 @@ def test_answer_weights_sit_on_the_decisions(built):
   assert answer == "I choose 12) look. \\boxed{12}"
   _, resp, w = drills.boxed_answer_sample(tok, "q", answer, 5.0)
   assert tok.decode(resp[:-1]) == answer
-  heavy = [t for t, x in zip(resp, w) if x == 5.0]
+  heavy = [t for t, x in zip(resp, w, strict=True) if x == 5.0]
   assert tok.decode(heavy).replace(" ", "") == "1212"  # chosen + boxed index
   for score in (1, -1):  # "{-" may be one token: it still carries the weight
     _, resp, w = drills.boxed_answer_sample(
       tok, "q", agent_text.judge_response_text(score), 5.0
     )
-    heavy = tok.decode([t for t, x in zip(resp, w) if x == 5.0])
+    heavy = tok.decode([t for t, x in zip(resp, w, strict=True) if x == 5.0])
     assert str(score) in heavy and "boxed" not in heavy
     assert tok.decode(resp[:-1]) == agent_text.judge_response_text(score)
   assert resp[-1] == tok.convert_tokens_to_ids("<|im_end|>")
@@ -246,7 +247,7 @@ def test_answer_weights_sit_on_the_decisions(built):
   for line in lines:  # well-formed answers naming candidate k
     k = int(line[len("I choose ") : line.index(")")])
     assert line == agent_text.policy_response_text(cands[k], k)
-  copied = tok.decode([t for t, x in zip(dresp, dw) if x == 1.0])
+  copied = tok.decode([t for t, x in zip(dresp, dw, strict=True) if x == 1.0])
   for line in lines:  # the command text is weighted 1, the first index not
     assert line[line.index(")") + 2 : line.index(".")] in copied
   assert "I choose" not in copied
@@ -267,7 +268,9 @@ def test_command_index_format_writes_the_command_then_looks_up_its_index(built):
   spans = sorted(answer[lo:hi] for lo, hi in drills.decision_spans(answer))
   assert spans == ["7", "go to sinkbasin 1"]
   _, resp, w = drills.boxed_answer_sample(tok, "q", answer, 5.0)
-  heavy = tok.decode([t for t, x in zip(resp, w) if x == 5.0]).replace(" ", "")
+  heavy = tok.decode(
+    [t for t, x in zip(resp, w, strict=True) if x == 5.0]
+  ).replace(" ", "")
   assert heavy == "gotosinkbasin17"
   cands = ["go to a 1", "take b 2 from a 1", "look", "help"]
   _, dresp, dw = drills.copy_drill(
@@ -280,7 +283,7 @@ def test_command_index_format_writes_the_command_then_looks_up_its_index(built):
     assert line == agent_text.policy_response_text(
       command, cands.index(command), "command_index"
     )
-  copied = tok.decode([t for t, x in zip(dresp, dw) if x == 1.0])
+  copied = tok.decode([t for t, x in zip(dresp, dw, strict=True) if x == 1.0])
   assert "I will" not in copied and all(
     line[7:].split(".")[0] in copied for line in lines
   )
@@ -348,13 +351,16 @@ def test_judge_skips_excluded_episodes(built):
   tok, policy, reward = load_warm_start(built[1])
   games = generate_split("train", 3, seed=5, room_size="small")
   stop = agent_text.end_of_turn_ids(tok)
-  make = lambda m: Sampler(
-    m,
-    max_prompt_len=1024,
-    max_new_tokens=8,
-    stop_token_ids=stop,
-    pad_id=tok.pad_token_id,
-  )
+
+  def make(m):
+    return Sampler(
+      m,
+      max_prompt_len=1024,
+      max_new_tokens=8,
+      stop_token_ids=stop,
+      pad_id=tok.pad_token_id,
+    )
+
   eps = rollout_episodes(
     games,
     [g.game_id for g in games],

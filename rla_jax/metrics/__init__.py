@@ -1,4 +1,5 @@
-"""Metrics and reporting: per-step writer (TensorBoard + JSONL + terminal) and reports."""
+"""Metrics and reporting: per-step writer
+(TensorBoard + JSONL + terminal) and reports."""
 
 from rla_jax.metrics.ablation import (
   mean_and_sample_std,

@@ -1,9 +1,10 @@
-"""Ablation report in the layout of the paper's Table 1, and per-stage learning curves.
+"""Ablation report in the layout of the paper's
+Table 1, and per-stage learning curves.
 
-Stages are e.g. "Before", "Policy", "+Reward", "+Env" (rows, in the given order); each
-has one final-metrics dict per seed (see ``summary.last_values``). Columns are
-``keys.TABLE1_COLUMNS``: policy in-distribution / OOD success, RM process / outcome
-accuracy, all fractions in [0, 1] shown in percent.
+Stages are e.g. "Before", "Policy", "+Reward", "+Env" (rows, in the given
+order); each has one final-metrics dict per seed (see ``summary.last_values``).
+Columns are ``keys.TABLE1_COLUMNS``: policy in-distribution / OOD success, RM
+process / outcome accuracy, all fractions in [0, 1] shown in percent.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def mean_and_sample_std(values: Sequence[float]) -> tuple[float, float | None]:
   """Mean and sample standard deviation over seeds.
 
   For S seeds x_1..x_S: mean = sum_s x_s / S;
-  std = sqrt(sum_s (x_s - mean)^2 / (S - 1))  (Bessel-corrected, ddof=1); None if S = 1.
+  std = sqrt(sum_s (x_s - mean)^2 / (S - 1))  (Bessel-corrected, ddof=1);
+  None if S = 1.
   """
   if not values:
     raise ValueError("mean_and_sample_std: no values")
@@ -43,7 +45,8 @@ def mean_and_sample_std(values: Sequence[float]) -> tuple[float, float | None]:
 def _seed_values(
   stage: str, seeds: Sequence[Mapping], key: str
 ) -> list[float] | None:
-  """The key's value in every seed dict; None if no seed has it; error if only some."""
+  """The key's value in every seed dict; None
+  if no seed has it; error if only some."""
   have = [i for i, d in enumerate(seeds) if key in d]
   if not have:
     return None
@@ -71,7 +74,8 @@ def _seed_values(
 
 
 def ablation_markdown(results: Mapping[str, Sequence[Mapping]]) -> str:
-  """Table-1 markdown: one row per stage, cells "mean ± std" in percent (1 decimal)."""
+  """Table-1 markdown: one row per stage, cells
+  "mean ± std" in percent (1 decimal)."""
   if not results:
     raise ValueError("ablation table: results is empty")
   header = (
@@ -111,8 +115,8 @@ def write_ablation_table(
 
 
 def _common_curve(stage: str, key: str, runs: Sequence[Sequence[dict]]):
-  """(steps, mean, min, max) over seeds at the steps every seed evaluated; None if no
-  seed has the key."""
+  """(steps, mean, min, max) over seeds at the steps
+  every seed evaluated; None if no seed has the key."""
   series = [metric_series(run, key) for run in runs]
   if not any(values for _, values in series):
     return None
@@ -122,7 +126,7 @@ def _common_curve(stage: str, key: str, runs: Sequence[Sequence[dict]]):
       f"ablation curves, stage {stage!r}: seeds share no step with a "
       f"value for {key!r}"
     )
-  by_step = [dict(zip(steps, values)) for steps, values in series]
+  by_step = [dict(zip(steps, values, strict=True)) for steps, values in series]
   per_step = [[d[s] for d in by_step] for s in common]
   return (
     common,
@@ -138,10 +142,12 @@ def plot_ablation_curves(
   *,
   keys: Sequence[str] = ABLATION_CURVE_KEYS,
 ) -> str:
-  """PNG with one panel per key: per stage, the mean over seeds and a min-max band.
+  """PNG with one panel per key: per stage,
+  the mean over seeds and a min-max band.
 
-  histories maps stage -> one history (list of per-step dicts) per seed; curves use the
-  steps at which every seed of the stage has a finite value. Returns png_path.
+  histories maps stage -> one history (list of per-step dicts) per seed; curves
+  use the steps at which every seed of the stage has a finite value. Returns
+  png_path.
   """
   from matplotlib.backends.backend_agg import FigureCanvasAgg
   from matplotlib.figure import Figure
@@ -160,7 +166,8 @@ def plot_ablation_curves(
   fig = Figure(figsize=(5 * ncols, 4 * nrows))
   FigureCanvasAgg(fig)
   axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-  for ax, key in zip(axes, keys):
+  # The grid may have more panels than keys; the spare ones are hidden below.
+  for ax, key in zip(axes, keys, strict=False):
     drawn = 0
     for color, (stage, runs) in enumerate(histories.items()):
       curve = _common_curve(stage, key, runs)

@@ -1,7 +1,8 @@
 """Metric key names shared by the training loop and the reports.
 
-The loop logs scalars under these names; the summary, the learning-curve figure and the
-Table-1 ablation look them up here. Accuracy/success metrics are fractions in [0, 1].
+The loop logs scalars under these names; the summary, the learning-curve figure
+and the Table-1 ablation look them up here. Accuracy/success metrics are
+fractions in [0, 1].
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ TRAIN_ROLLOUT_ACCURACY = "train/rollout_accuracy"
 
 TRAIN_PREFIX = "train/"
 
-# Keys summarised first (in this order) by `write_summary`; train/* keys follow, sorted.
+# Keys summarised first (in this order) by
+# `write_summary`; train/* keys follow, sorted.
 SUMMARY_KEYS = (
   EVAL_ID_SUCCESS,
   EVAL_OOD_SUCCESS,

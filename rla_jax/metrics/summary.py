@@ -1,8 +1,8 @@
 """End-of-run report: start/end/best table (markdown) and learning curves (PNG).
 
-A history is the list of per-step dicts of ``MetricsWriter.read_history``: each has an
-int "step"; a metric may be absent from a step (eval keys appear only on eval steps);
-None/NaN/inf values count as "not evaluated" at that step.
+A history is the list of per-step dicts of ``MetricsWriter.read_history``: each
+has an int "step"; a metric may be absent from a step (eval keys appear only on
+eval steps); None/NaN/inf values count as "not evaluated" at that step.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from rla_jax.metrics import keys as K
 SUMMARY_MD = "summary.md"
 LEARNING_CURVES_PNG = "learning_curves.png"
 
-# (panel title, keys); the "losses" panel takes every key whose name contains "loss".
+# (panel title, keys); the "losses" panel
+# takes every key whose name contains "loss".
 CURVE_PANELS = (
   (
     "Policy success",
@@ -33,7 +34,8 @@ CURVE_PANELS = (
 
 
 def check_history(history: Sequence[dict], where: str) -> None:
-  """Raises ValueError unless history is a list of dicts with increasing int 'step'."""
+  """Raises ValueError unless history is a
+  list of dicts with increasing int 'step'."""
   last = None
   for i, entry in enumerate(history):
     step = entry.get("step") if isinstance(entry, dict) else None
@@ -68,7 +70,8 @@ def metric_series(
 
 
 def last_values(history: Sequence[dict]) -> dict[str, float]:
-  """Each metric's last finite value (the per-seed "final metrics" of an ablation)."""
+  """Each metric's last finite value (the
+  per-seed "final metrics" of an ablation)."""
   check_history(history, "last_values")
   metric_keys = sorted(
     {k for entry in history for k in entry} - {"step", "time"}
@@ -96,10 +99,11 @@ def _fmt(v: float) -> str:
 
 
 def summary_markdown(history: Sequence[dict], *, title: str) -> str:
-  """Markdown table: per key, first / last / best evaluated value with their steps.
+  """Markdown table: per key, first / last
+  / best evaluated value with their steps.
 
-  best = min for loss keys (``keys.is_loss_key``), max otherwise; change = last - first.
-  Summary keys never logged are listed under the table.
+  best = min for loss keys (``keys.is_loss_key``), max otherwise;
+  change = last - first. Summary keys never logged are listed under the table.
   """
   check_history(history, "summary_markdown")
   lines = [f"# {title}", ""]
@@ -123,7 +127,8 @@ def summary_markdown(history: Sequence[dict], *, title: str) -> str:
     pick = min if K.is_loss_key(key) else max
     best = pick(range(len(values)), key=lambda i: values[i])
     lines.append(
-      f"| {key} | {_fmt(values[0])} ({steps[0]}) | {_fmt(values[-1])} ({steps[-1]}) "
+      f"| {key} | {_fmt(values[0])} ({steps[0]}) | {_fmt(values[-1])} "
+      f"({steps[-1]}) "
       f"| {_fmt(values[best])} ({steps[best]}, {pick.__name__}) "
       f"| {_fmt(values[-1] - values[0])} | {len(values)} |"
     )
@@ -141,7 +146,8 @@ def _loss_keys(history: Sequence[dict]) -> list[str]:
 def plot_learning_curves(
   history: Sequence[dict], png_path: str, *, title: str
 ) -> str:
-  """2x2 PNG: policy success, RM accuracies, accepted tasks, losses. Returns png_path.
+  """2x2 PNG: policy success, RM accuracies,
+  accepted tasks, losses. Returns png_path.
 
   Each key is drawn at the steps where it has a finite value (markers for sparse
   eval keys); a panel without data says so.
@@ -154,7 +160,7 @@ def plot_learning_curves(
   fig = Figure(figsize=(12, 8))
   FigureCanvasAgg(fig)
   axes = fig.subplots(2, 2).ravel()
-  for ax, (panel, panel_keys) in zip(axes, CURVE_PANELS):
+  for ax, (panel, panel_keys) in zip(axes, CURVE_PANELS, strict=True):
     panel_keys = _loss_keys(history) if panel_keys is None else panel_keys
     drawn = 0
     for key in panel_keys:
@@ -192,10 +198,11 @@ def save_figure(fig, title: str, png_path: str) -> str:
 def write_summary(
   history: Sequence[dict], out_dir: str, *, title: str
 ) -> tuple[str, str]:
-  """Writes out_dir/summary.md and out_dir/learning_curves.png; returns their paths.
+  """Writes out_dir/summary.md and
+  out_dir/learning_curves.png; returns their paths.
 
-  The markdown text (for the terminal) is ``summary_markdown(history, title=title)``
-  and equals the file's content.
+  The markdown text (for the terminal) is ``summary_markdown(history,
+  title=title)`` and equals the file's content.
   """
   os.makedirs(out_dir, exist_ok=True)
   md_path = os.path.join(out_dir, SUMMARY_MD)

@@ -1,20 +1,23 @@
-"""Per-step scalar metrics: TensorBoard event files, a JSONL log and a terminal line.
+"""Per-step scalar metrics: TensorBoard event
+files, a JSONL log and a terminal line.
 
 Layout under ``workdir``:
-  metrics.jsonl   one JSON object per step: {"step": int, "time": float, <key>: number|null}
-  tensorboard/    TensorBoard event files (written with tensorboardX's synchronous writer)
+  metrics.jsonl   one JSON object per step:
+                  {"step": int, "time": float, <key>: number|null}
+  tensorboard/    TensorBoard event files (written with tensorboardX's
+                  synchronous writer)
 
-Only the primary process (``jax.process_index() == 0``, passed in by the caller) writes;
-on other processes every method is a no-op. Every ``write`` is flushed (and the event
-file fsync-ed) before it returns, so a SIGKILL loses at most the step being written; a
-torn last JSONL line left by a kill is dropped (with a warning) when the file is next
-opened.
+Only the primary process (``jax.process_index() == 0``, passed in by the caller)
+writes; on other processes every method is a no-op. Every ``write`` is flushed
+(and the event file fsync-ed) before it returns, so a SIGKILL loses at most the
+step being written; a torn last JSONL line left by a kill is dropped (with a
+warning) when the file is next opened.
 
-Resuming: the loop restores a checkpoint at step s and calls ``truncate_after(s)``,
-which drops JSONL entries with step >= s and starts a new event file whose first event
-is a SessionLog.START at step s (TensorBoard then discards older events with
-step >= s). Given the same metrics (and clock), the resumed JSONL equals the
-uninterrupted one byte for byte.
+Resuming: the loop restores a checkpoint at step s and calls
+``truncate_after(s)``, which drops JSONL entries with step >= s and starts a new
+event file whose first event is a SessionLog.START at step s (TensorBoard then
+discards older events with step >= s). Given the same metrics (and clock), the
+resumed JSONL equals the uninterrupted one byte for byte.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ _log = logging.getLogger(__name__)
 
 
 def to_number(key: str, value: Any) -> int | float:
-  """A metric value as a Python int or float (bool -> int; numpy/jax 0-d -> item)."""
+  """A metric value as a Python int or float
+  (bool -> int; numpy/jax 0-d -> item)."""
   if isinstance(value, (bool, numbers.Integral)):
     return int(value)
   if isinstance(value, numbers.Real):
@@ -53,7 +57,8 @@ def to_number(key: str, value: Any) -> int | float:
 
 
 def _load_jsonl(path: str) -> tuple[list[dict], bool]:
-  """(entries, torn) of a metrics.jsonl; torn: the last line is an incomplete write."""
+  """(entries, torn) of a metrics.jsonl; torn:
+  the last line is an incomplete write."""
   if not os.path.exists(path):
     return [], False
   with open(path, encoding="utf-8") as f:
@@ -95,15 +100,18 @@ def _format_elapsed(seconds: float) -> str:
 
 
 class MetricsWriter:
-  """Writes one record of scalar metrics per training step (see module docstring).
+  """Writes one record of scalar metrics
+  per training step (see module docstring).
 
   Args:
     workdir: run directory (created if needed, primary only).
     is_primary: whether this process writes; False makes every method a no-op.
     display_keys: keys shown on the terminal line (those present in the step);
       None shows every key; () shows only step and elapsed time.
-    display_stream: where the terminal line goes (default sys.stderr); None: no line.
-    clock: returns the wall time (seconds) recorded as "time"; injectable for tests.
+    display_stream: where the terminal line goes (default sys.stderr);
+      None: no line.
+    clock: returns the wall time (seconds) recorded as "time";
+      injectable for tests.
   """
 
   def __init__(
@@ -137,18 +145,21 @@ class MetricsWriter:
       self._rewrite_jsonl(entries)
     self._last_step = entries[-1]["step"] if entries else None
 
-  # -- history ------------------------------------------------------------------
+  # -- history -----------------------------------------------------------------
   @staticmethod
   def read_history(workdir: str) -> list[dict]:
-    """All complete entries of workdir/metrics.jsonl (non-finite values are None)."""
+    """All complete entries of workdir/metrics.jsonl
+    (non-finite values are None)."""
     return _load_jsonl(os.path.join(os.fspath(workdir), JSONL_NAME))[0]
 
   def truncate_after(self, step: int) -> int:
-    """Prepares to resume at ``step``: drops JSONL entries with entry step >= step.
+    """Prepares to resume at ``step``: drops
+    JSONL entries with entry step >= step.
 
-    Also closes the current event file; the next one starts with a SessionLog.START
-    at ``step`` so TensorBoard discards earlier events with step >= ``step``.
-    Returns the number of dropped JSONL entries (0 on non-primary processes).
+    Also closes the current event file; the next one starts with a
+    SessionLog.START at ``step`` so TensorBoard discards earlier events with
+    step >= ``step``. Returns the number of dropped JSONL entries (0 on
+    non-primary processes).
     """
     step = self._check_step(step, "truncate_after")
     if not self.is_primary:
@@ -165,13 +176,13 @@ class MetricsWriter:
     self._purge_step = step
     return len(entries) - len(kept)
 
-  # -- writing ------------------------------------------------------------------
+  # -- writing -----------------------------------------------------------------
   def write(self, step: int, metrics: Mapping[str, Any]) -> None:
     """Records ``metrics`` (key -> real number) for ``step``; flushed on return.
 
     Steps must strictly increase (after a restore call truncate_after first).
-    NaN/inf are written as null to JSONL and left out of TensorBoard (one warning
-    per key).
+    NaN/inf are written as null to JSONL and left out of TensorBoard (one
+    warning per key).
     """
     step = self._check_step(step, "write")
     if not isinstance(metrics, Mapping):
@@ -213,7 +224,8 @@ class MetricsWriter:
     self._jsonl.flush()
 
   def _write_tensorboard(self, step: int, now: float, values: dict) -> None:
-    # Imported lazily: tensorboardX (and its protobuf) is only needed on the primary.
+    # Imported lazily: tensorboardX (and its
+    # protobuf) is only needed on the primary.
     from tensorboardX.event_file_writer import EventsWriter
     from tensorboardX.proto import event_pb2, summary_pb2
 
@@ -271,7 +283,7 @@ class MetricsWriter:
     self._stream.write(" | ".join(parts) + "\n")
     self._stream.flush()
 
-  # -- helpers / lifecycle -------------------------------------------------------
+  # -- helpers / lifecycle -----------------------------------------------------
   def _rewrite_jsonl(self, entries: list[dict]) -> None:
     if self._jsonl is not None:
       self._jsonl.close()

@@ -152,8 +152,8 @@ def load_qwen(
 ) -> Qwen:
   """Loads a HF Qwen2/Qwen3 checkpoint directory into a `Qwen` module.
 
-  sharding_fn maps a parameter's (logical axes, shape) to its target sharding (see
-  `rla_jax.sharding.param_sharding_fn`); default: the first local device.
+  sharding_fn maps a parameter's (logical axes, shape) to its target sharding
+  (see `rla_jax.sharding.param_sharding_fn`); default: the first local device.
   All tensor names and shapes are checked before any weight is loaded.
   """
   cfg = QwenConfig.from_json_file(os.path.join(model_dir, "config.json"))

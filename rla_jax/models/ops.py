@@ -41,7 +41,8 @@ def apply_rope(x, positions, theta):
 
 
 def dense(x, w, num_in: int = 1):
-  """x [..., I_1..I_n] contracted with w [I_1..I_n, O_1..O_m] -> [..., O_1..O_m].
+  """x [..., I_1..I_n] contracted with w
+  [I_1..I_n, O_1..O_m] -> [..., O_1..O_m].
 
   Runs as one rank-2 GEMM [M, I] x [I, O] (reshapes are free). On XLA:CPU
   the same contraction written as a rank-3 einsum ("btd,df->btf") measured
@@ -79,7 +80,7 @@ def grouped_attention(q, k, v, mask):
   the 5-d einsum it replaces.
   """
   B, T, N, H = q.shape
-  K, S = k.shape[1], k.shape[2]
+  K = k.shape[1]
   G = N // K
   q = q.reshape(B, T, K, G, H).transpose(0, 2, 3, 1, 4).reshape(B, K, G * T, H)
   scores = jnp.einsum(

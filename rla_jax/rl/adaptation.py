@@ -1,18 +1,20 @@
-"""Environment (task) adaptation: direction, acceptance rule, adaptive task pool (reference sec. 6.1).
+"""Environment (task) adaptation: direction, acceptance
+rule, adaptive task pool (reference sec. 6.1).
 
 The pool has a fixed number of *slots* (the reference gives every training game
 one and rolls out a random `sample_active` subset per RL step). Each slot has a
 root task (the original dataset task), an active task (the root or an accepted
-synthetic variant) and a history of resolved candidates. A slot whose active task is too easy (acc >= high) or
-too hard (acc <= low) may get one pending candidate task, proposed by the environment
-model; the candidate is rolled out at the next RL step and accepted or rejected with
-``accept_candidate``. On acceptance the candidate replaces the slot's active task.
+synthetic variant) and a history of resolved candidates. A slot whose active
+task is too easy (acc >= high) or too hard (acc <= low) may get one pending
+candidate task, proposed by the environment model; the candidate is rolled out
+at the next RL step and accepted or rejected with ``accept_candidate``. On
+acceptance the candidate replaces the slot's active task.
 
 Tasks are opaque string ids here; the environment owns the task objects.
 
-Deliberate deviations from the reference: none in the rule (non-strict bounds as the
-code, not the blog's strict ones). The pool also records rejections in the slot
-history (the reference logs only acceptances).
+Deliberate deviations from the reference: none in the rule (non-strict bounds as
+the code, not the blog's strict ones). The pool also records rejections in the
+slot history (the reference logs only acceptances).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ def adaptation_direction(
   """Direction to perturb a task with accuracy ``acc``.
 
   "harder" if acc >= high; "easier" if acc <= low; else None (task is in band).
-  (AlfWorld uses these non-strict bounds; the coding reference uses a strict < low.)
+  (AlfWorld uses these non-strict bounds; the coding reference uses a
+  strict < low.)
   """
   if not low < high:
     raise ValueError(
@@ -61,7 +64,8 @@ def accept_candidate(
   """
   if direction not in DIRECTIONS:
     raise ValueError(
-      f"accept_candidate: direction must be one of {DIRECTIONS}, got {direction!r}"
+      f"accept_candidate: direction must be one of {DIRECTIONS}, got "
+      f"{direction!r}"
     )
   if cand_acc <= 0:
     return False
@@ -98,7 +102,8 @@ class TaskPool:
     slots: {slot_id: {"root_id", "active_id", "history": [event, ...]}}
     pending: {slot_id: {"candidate_id", "direction", "parent_id", "parent_acc"}}
     accepted_total, rejected_total: counters
-    accepted_accuracies: candidate accuracies of accepted tasks, in acceptance order
+    accepted_accuracies: candidate accuracies of accepted tasks, in acceptance
+      order
   Slot ids are strings; iteration order is the slot insertion order.
   """
 
@@ -153,7 +158,8 @@ class TaskPool:
     return [(slot, self.slots[slot]["active_id"]) for slot in free]
 
   def pending_candidates(self) -> list[tuple[str, dict]]:
-    """[(slot_id, copy of the pending record)] for every slot with a candidate."""
+    """[(slot_id, copy of the pending record)]
+    for every slot with a candidate."""
     return [(slot, dict(rec)) for slot, rec in self.pending.items()]
 
   def root_id(self, slot: str) -> str:
@@ -186,7 +192,8 @@ class TaskPool:
     _check_id(candidate_id, "candidate id")
     if direction not in DIRECTIONS:
       raise ValueError(
-        f"TaskPool.propose: direction must be one of {DIRECTIONS}, got {direction!r}"
+        f"TaskPool.propose: direction must be one of {DIRECTIONS}, got "
+        f"{direction!r}"
       )
     parent_acc = _check_acc(parent_acc, "parent_acc")
     if slot in self.pending:
@@ -206,10 +213,10 @@ class TaskPool:
   ) -> list[tuple[str, bool]]:
     """Apply the acceptance rule to the given pending candidates.
 
-    ``candidate_accuracies``: {slot_id: accuracy of that slot's pending candidate}.
-    Every listed slot must have a pending candidate; slots not listed stay pending.
-    Accepted candidates become the slot's active task. Returns [(slot, accepted)]
-    in slot order.
+    ``candidate_accuracies``: {slot_id: accuracy of that slot's pending
+    candidate}. Every listed slot must have a pending candidate; slots not
+    listed stay pending. Accepted candidates become the slot's active task.
+    Returns [(slot, accepted)] in slot order.
     """
     for slot, acc in candidate_accuracies.items():
       self._slot(slot)
@@ -265,7 +272,8 @@ class TaskPool:
 
   @classmethod
   def from_dict(cls, data: Mapping) -> TaskPool:
-    """Inverse of ``to_dict`` (exact round trip); raises on a malformed snapshot."""
+    """Inverse of ``to_dict`` (exact round
+    trip); raises on a malformed snapshot."""
     required = (
       "format_version",
       "low",
@@ -282,7 +290,8 @@ class TaskPool:
       raise ValueError(f"TaskPool.from_dict: missing keys {missing}")
     if data["format_version"] != POOL_FORMAT_VERSION:
       raise ValueError(
-        f"TaskPool.from_dict: unsupported format_version {data['format_version']!r}"
+        "TaskPool.from_dict: unsupported format_version "
+        f"{data['format_version']!r}"
       )
     order = list(data["slot_order"])
     if sorted(order) != sorted(data["slots"]):
@@ -311,7 +320,8 @@ class TaskPool:
       }
       if rec["direction"] not in DIRECTIONS:
         raise ValueError(
-          f"TaskPool.from_dict: bad direction {rec['direction']!r} for slot {slot!r}"
+          f"TaskPool.from_dict: bad direction {rec['direction']!r} for slot "
+          f"{slot!r}"
         )
     pool.accepted_total = int(data["accepted_total"])
     pool.rejected_total = int(data["rejected_total"])

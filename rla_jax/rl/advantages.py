@@ -1,17 +1,19 @@
 """Advantages for the policy and the reward model (reference secs. 3.1, 4, 5).
 
-Dimension letters: N trajectories of one task group, K step index, M judge samples per
-step, G samples of one group (coding).
+Dimension letters: N trajectories of one task group, K step index, M judge
+samples per step, G samples of one group (coding).
 
-All functions are pure numpy, float64, and accept extra *leading* batch dimensions
-(e.g. [T, N, K] for T task groups) where documented.
+All functions are pure numpy, float64, and accept extra *leading* batch
+dimensions (e.g. [T, N, K] for T task groups) where documented.
 
 Deliberate deviations from the reference (sec. 11 bugs are not copied):
-- Zero-variance tests use ``std <= eps`` everywhere (the reference RM path tests the
-  float variance ``== 0``, which a mean of equal floats may miss by rounding).
+- Zero-variance tests use ``std <= eps`` everywhere (the reference RM path tests
+  the float variance ``== 0``, which a mean of equal floats may miss by
+  rounding).
 - The keep masks returned here are applied to prompts, responses and advantages
-  *together* by the caller; there is no separate reward list that could be shifted
-  (the reference trainer misaligns rewards when it drops long prompts, sec. 3.3).
+  *together* by the caller; there is no separate reward list that could be
+  shifted (the reference trainer misaligns rewards when it drops long prompts,
+  sec. 3.3).
 """
 
 from __future__ import annotations
@@ -49,29 +51,35 @@ def _masked_zscore(values: np.ndarray, mask: np.ndarray, axis: int, eps: float):
 def standardize_by_step_index(
   rewards, mask, eps: float = 1e-8, lone_step: str = "raw"
 ) -> np.ndarray:
-  """Per-step-index z-score of step rewards within one task group (reference sec. 3.1).
+  """Per-step-index z-score of step rewards
+  within one task group (reference sec. 3.1).
 
-  For each step index k let J_k = {i : mask[i, k]} (trajectories that reach step k):
+  For each step index k let J_k = {i : mask[i, k]} (trajectories that reach
+  step k):
     |J_k| >= 2:  A[i, k] = (R[i, k] - mean_{J_k} R[:, k]) / std_{J_k} R[:, k]
                  (population std); A[:, k] = 0 if std <= eps.
-    |J_k| == 1:  lone_step="raw"  -> A[i, k] = R[i, k] (the reference's behaviour)
+    |J_k| == 1:  lone_step="raw"  -> A[i, k] = R[i, k] (the reference's
+                                     behaviour)
                  lone_step="zero" -> A[i, k] = 0.
   A = 0 where mask is False.
 
   Args:
-    rewards: [..., N, K] integrated rewards R (see ``rewards.integrated_step_rewards``).
+    rewards: [..., N, K] integrated rewards R (see
+      ``rewards.integrated_step_rewards``).
     mask: [..., N, K] bool step mask.
   Returns:
     A: [..., N, K] float64.
   """
   if lone_step not in LONE_STEP_MODES:
     raise ValueError(
-      f"standardize_by_step_index: lone_step must be one of {LONE_STEP_MODES}, got {lone_step!r}"
+      f"standardize_by_step_index: lone_step must be one of {LONE_STEP_MODES}, "
+      f"got {lone_step!r}"
     )
   r = np.asarray(rewards, dtype=np.float64)
   if r.ndim < 2:
     raise ValueError(
-      f"standardize_by_step_index: rewards must have shape [..., N, K], got {r.shape}"
+      "standardize_by_step_index: rewards must have shape [..., N, K], got "
+      f"{r.shape}"
     )
   m = _bool_mask(mask, r.shape, "standardize_by_step_index")
   z, count, _ = _masked_zscore(r, m, axis=-2, eps=eps)
@@ -98,8 +106,8 @@ def group_zscore(rewards, eps: float = 1e-8) -> np.ndarray:
 def accuracy_in_band(acc: float, low: float, high: float) -> bool:
   """Group filter: True iff ``low <= acc <= high`` (both bounds inclusive).
 
-  Reference sec. 3.1 / 4: the AlfWorld policy trains on groups with acc in
-  [1/8, 7/8] (drops all-success and all-fail groups for N = 8); RM data comes from
+  Reference sec. 3.1 / 4: the AlfWorld policy trains on groups with acc in [1/8,
+  7/8] (drops all-success and all-fail groups for N = 8); RM data comes from
   groups with acc in [0.2, 0.8]; coding uses [0.2, 0.8].
   """
   if not low <= high:
@@ -110,10 +118,11 @@ def accuracy_in_band(acc: float, low: float, high: float) -> bool:
 def policy_sample_keep_mask(
   advantages, mask, drop_zero_advantage: bool = True
 ) -> np.ndarray:
-  """Which (i, k) policy samples to train on: ``mask & (A != 0)`` (reference sec. 3.1).
+  """Which (i, k) policy samples to train on:
+  ``mask & (A != 0)`` (reference sec. 3.1).
 
-  With ``drop_zero_advantage=False`` it is just ``mask`` (zero-advantage samples then
-  only dilute the seq-mean, as in the coding setting). Shapes [..., N, K].
+  With ``drop_zero_advantage=False`` it is just ``mask`` (zero-advantage samples
+  then only dilute the seq-mean, as in the coding setting). Shapes [..., N, K].
   """
   a = np.asarray(advantages)
   m = _bool_mask(mask, a.shape, "policy_sample_keep_mask")
@@ -123,11 +132,12 @@ def policy_sample_keep_mask(
 def consistency_feedback_rewards(step_rewards, step_scores, mask) -> np.ndarray:
   """Raw reward of each judge sample (consistency feedback, reference sec. 4).
 
-  raw[i, k, j] = R[i, k] * S[i, k, j]   if S[i, k, j] in {+1, -1}
-  raw[i, k, j] = -2                     if S[i, k, j] == 0 (unparseable judgement)
-  raw[i, k, :] = 0                      where mask[i, k] is False.
+  raw[i, k, j] = R[i, k] * S[i, k, j] if S[i, k, j] in {+1, -1}
+  raw[i, k, j] = -2                   if S[i, k, j] == 0 (unparseable judgement)
+  raw[i, k, :] = 0                    where mask[i, k] is False.
 
-  R must be the *un-normalised* integrated reward O + mean_j S (not the advantage).
+  R must be the *un-normalised* integrated reward O + mean_j S (not the
+  advantage).
 
   Args:
     step_rewards: [..., N, K] R.
@@ -140,11 +150,13 @@ def consistency_feedback_rewards(step_rewards, step_scores, mask) -> np.ndarray:
   s = np.asarray(step_scores)
   if s.ndim != r.ndim + 1 or s.shape[:-1] != r.shape:
     raise ValueError(
-      f"consistency_feedback_rewards: step_scores shape {s.shape} must be step_rewards shape {r.shape} + [M]"
+      f"consistency_feedback_rewards: step_scores shape {s.shape} must be "
+      f"step_rewards shape {r.shape} + [M]"
     )
   if not np.all(np.isin(s, VALID_SCORES)):
     raise ValueError(
-      f"consistency_feedback_rewards: scores must be in {{-1,0,1}}, got {np.unique(s).tolist()}"
+      f"consistency_feedback_rewards: scores must be in {{-1,0,1}}, got "
+      f"{np.unique(s).tolist()}"
     )
   m = _bool_mask(mask, r.shape, "consistency_feedback_rewards")
   raw = np.where(s == 0, UNPARSEABLE_JUDGEMENT_REWARD, r[..., None] * s)
@@ -157,8 +169,10 @@ def standardize_over_judgements(
   """Z-score the M judge-sample rewards of the same step (reference sec. 4).
 
   For each step (i, k) with mask[i, k]:
-    A[i, k, j] = (raw[i, k, j] - mean_j raw[i, k, :]) / std_j raw[i, k, :]  (population)
-  Steps whose M rewards have std <= eps (including M = 1) are skipped: A = 0 there.
+    A[i, k, j] = (raw[i, k, j] - mean_j raw[i, k, :]) / std_j raw[i, k, :]
+                 (population)
+  Steps whose M rewards have std <= eps (including M = 1) are skipped:
+  A = 0 there.
   keep[i, k, j] = mask[i, k] and A[i, k, j] != 0  (entries to train the RM on).
 
   Args:
@@ -170,7 +184,8 @@ def standardize_over_judgements(
   x = np.asarray(raw, dtype=np.float64)
   if x.ndim < 1:
     raise ValueError(
-      f"standardize_over_judgements: raw must have shape [..., M], got {x.shape}"
+      "standardize_over_judgements: raw must have shape [..., M], got "
+      f"{x.shape}"
     )
   m = _bool_mask(mask, x.shape[:-1], "standardize_over_judgements")
   full_mask = np.broadcast_to(m[..., None], x.shape)

@@ -161,7 +161,8 @@ def _play_own_games(
   env = make_env(backend, len(games), max_steps=max_steps) if games else None
   obs, infos = env.reset(games) if games else ([], {"admissible_commands": []})
   episodes = [
-    Episode(t, g, observations=[o]) for t, g, o in zip(task_ids, games, obs)
+    Episode(t, g, observations=[o])
+    for t, g, o in zip(task_ids, games, obs, strict=True)
   ]
   admissible = infos["admissible_commands"]
   done = [False] * len(games)

@@ -1,4 +1,5 @@
-"""Environment models: propose harder/easier ALFWorld tasks from critic feedback.
+"""Environment models: propose harder/easier
+ALFWorld tasks from critic feedback.
 
 Two implementations share one interface, chosen by config:
   * `LLMEnvModel`: prompted like the reference (section 6.2): it first
@@ -142,7 +143,7 @@ class LLMEnvModel:
     replies = self._sample(texts, seed)
     feedback.summaries = [
       (f[0], last_boxed(r) or r.strip()[:200])
-      for f, r in zip(feedback.failed, replies)
+      for f, r in zip(feedback.failed, replies, strict=True)
     ]
     self.stats["summaries"] += len(replies)
 

@@ -1,18 +1,22 @@
-"""PPO-clip surrogate with a k3 KL penalty to the pre-update policy (reference sec. 3.2).
+"""PPO-clip surrogate with a k3 KL penalty to
+the pre-update policy (reference sec. 3.2).
 
-Used for both the policy and the generative reward model (same loss, reference sec. 4).
+Used for both the policy and the generative reward model (same loss, reference
+sec. 4).
 
-Dimension letters: B samples (one sample = one (prompt, response) pair with a scalar
-advantage), T response-aligned token positions.
+Dimension letters: B samples (one sample = one (prompt, response) pair with a
+scalar advantage), T response-aligned token positions.
 
-Aggregation is "seq-mean-token-mean": each sample's loss is the mean over its response
-tokens, and the batch loss is the mean over samples. The function returns the
-*unreduced* ``(loss_sum, denom)`` so that micro-batch accumulation is exact:
-``sum_b loss_sum_b / sum_b denom_b`` equals the loss of the concatenated batch.
+Aggregation is "seq-mean-token-mean": each sample's loss is the mean over its
+response tokens, and the batch loss is the mean over samples. The function
+returns the *unreduced* ``(loss_sum, denom)`` so that micro-batch accumulation
+is exact: ``sum_b loss_sum_b / sum_b denom_b`` equals the loss of the
+concatenated batch.
 
 Deliberate deviations from the reference:
 - Samples whose response mask is empty contribute 0 and are *not* counted in
-  ``denom`` (the reference counts them in its batch mean / accumulation divisor).
+  ``denom`` (the reference counts them in its batch mean / accumulation
+  divisor).
 - The loss is computed in float32 whatever the input dtype.
 """
 
@@ -41,23 +45,27 @@ def ppo_clip_kl_loss(
     d[b, t]     = clip(logp_new - logp_old, -ratio_clamp, ratio_clamp)
     rho[b, t]   = exp(d[b, t])
     pg[b, t]    = -min(rho * A[b], clip(rho, 1 - clip_eps, 1 + clip_eps) * A[b])
-    kl[b, t]    = exp(clip(logp_old - logp_new, -c, c)) - 1 - (logp_old - logp_new)  (k3, c=ratio_clamp)
+    kl[b, t]    = exp(clip(logp_old - logp_new, -c, c)) - 1
+                  - (logp_old - logp_new)   (k3, c=ratio_clamp)
   Per sample (n[b] = sum_t response_mask[b, t]):
-    l[b]        = (1 / n[b]) * sum_t (pg[b, t] + kl_beta * kl[b, t])   if n[b] > 0, else 0
+    l[b]        = (1 / n[b]) * sum_t (pg[b, t] + kl_beta * kl[b, t])
+                  if n[b] > 0, else 0
   Returned:
     loss_sum    = sum_b l[b]                 (scalar float32)
     denom       = #{b : n[b] > 0}            (scalar float32)
-    metrics     = dict name -> scalar float32 *sum over valid samples of per-sample
-                  token means*; divide by ``denom`` (or use ``combine_micro_batches``):
-                  "pg_loss" (mean pg), "kl" (mean k3 KL), "ratio" (mean rho),
-                  "clip_frac" (fraction of tokens where the clipped branch is strictly
-                  smaller, i.e. the gradient is cut).
+    metrics     = dict name -> scalar float32 *sum over valid samples of
+                  per-sample token means*; divide by ``denom`` (or use
+                  ``combine_micro_batches``): "pg_loss" (mean pg), "kl" (mean
+                  k3 KL), "ratio" (mean rho), "clip_frac" (fraction of tokens
+                  where the clipped branch is strictly smaller, i.e. the
+                  gradient is cut).
 
   Args:
     logp_new: [B, T] log pi_theta of the response tokens (differentiated).
     logp_old: [B, T] log pi_old of the same tokens (treated as constant).
     advantages: [B] one scalar per sample, broadcast over its tokens.
-    response_mask: [B, T] bool/0-1; positions outside it may hold anything (even -inf).
+    response_mask: [B, T] bool/0-1; positions outside it may hold anything
+      (even -inf).
   Jittable; the hyper-parameters are Python floats baked into the trace.
   """
   logp_new = jnp.asarray(logp_new, jnp.float32)
@@ -70,15 +78,17 @@ def ppo_clip_kl_loss(
     or mask.shape != logp_new.shape
   ):
     raise ValueError(
-      f"ppo_clip_kl_loss: logp_new {logp_new.shape}, logp_old {logp_old.shape} and response_mask "
-      f"{mask.shape} must all be [B, T]"
+      f"ppo_clip_kl_loss: logp_new {logp_new.shape}, logp_old {logp_old.shape} "
+      f"and response_mask {mask.shape} must all be [B, T]"
     )
   if adv.shape != logp_new.shape[:1]:
     raise ValueError(
-      f"ppo_clip_kl_loss: advantages shape {adv.shape} must be [B={logp_new.shape[0]}]"
+      f"ppo_clip_kl_loss: advantages shape {adv.shape} must be "
+      f"[B={logp_new.shape[0]}]"
     )
 
-  # Masked positions get log-ratio 0 before any exp, so padding (even -inf) is inert.
+  # Masked positions get log-ratio 0 before
+  # any exp, so padding (even -inf) is inert.
   log_ratio = jnp.where(mask, logp_new - logp_old, 0.0)
   ratio = jnp.exp(jnp.clip(log_ratio, -ratio_clamp, ratio_clamp))
   clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
@@ -113,10 +123,12 @@ def ppo_clip_kl_loss(
 
 
 def combine_micro_batches(outputs: Iterable[tuple]) -> tuple[float, dict]:
-  """Exact batch mean from per-micro-batch ``(loss_sum, denom, metrics)`` triples.
+  """Exact batch mean from per-micro-batch
+  ``(loss_sum, denom, metrics)`` triples.
 
-  loss = sum(loss_sum) / sum(denom); each metric likewise. Returns (loss, metrics) as
-  Python floats; 0.0 everywhere if no micro-batch had a non-empty sample.
+  loss = sum(loss_sum) / sum(denom); each metric likewise. Returns (loss,
+  metrics) as Python floats; 0.0 everywhere if no micro-batch had a non-empty
+  sample.
   """
   total_loss, total_denom = 0.0, 0.0
   totals = {name: 0.0 for name in METRIC_NAMES}

@@ -1,23 +1,24 @@
-"""Parsing of model outputs: ``\\boxed{...}`` answers, judge scores, action indices.
+"""Parsing of model outputs: ``\\boxed{...}``
+answers, judge scores, action indices.
 
 Follows ``rlanything-reference.md``:
 
-- sec. 2 "Parsing S": the step judge's score is read from the *last* ``\\boxed{``
-  occurrence (brace-balanced) and mapped to {+1, -1, 0}.
-- sec. 7 "Action parsing": the policy's action is the first integer inside the last
-  ``\\boxed{}``; default 0; clamped into ``[0, num_actions - 1]``.
+- sec. 2 "Parsing S": the step judge's score is read from the *last*
+  ``\\boxed{`` occurrence (brace-balanced) and mapped to {+1, -1, 0}.
+- sec. 7 "Action parsing": the policy's action is the first integer inside the
+  last ``\\boxed{}``; default 0; clamped into ``[0, num_actions - 1]``.
 
-None of these functions raise on garbage model text: unparseable text maps to the
-documented default. (Wrong *argument types* from our own code, e.g. a non-positive
-``num_actions``, still raise.)
+None of these functions raise on garbage model text: unparseable text maps to
+the documented default. (Wrong *argument types* from our own code, e.g. a
+non-positive ``num_actions``, still raise.)
 
-Like the reference, only the last ``\\boxed{`` occurrence is considered; if it is
-unbalanced (e.g. a truncated generation) the result is "no box", we do not fall back
-to an earlier box.
+Like the reference, only the last ``\\boxed{`` occurrence is considered; if it
+is unbalanced (e.g. a truncated generation) the result is "no box", we do not
+fall back to an earlier box.
 
-Deliberate deviation: ``parse_action_index`` normalises unicode minus signs before
-reading the integer (the reference does so only for scores), so "\u22123" reads as -3
-and clamps to 0 rather than reading as 3.
+Deliberate deviation: ``parse_action_index`` normalises unicode minus signs
+before reading the integer (the reference does so only for scores), so "\u22123"
+reads as -3 and clamps to 0 rather than reading as 3.
 """
 
 from __future__ import annotations
@@ -44,9 +45,9 @@ _INT_RE = re.compile(r"-?\d+")
 def last_boxed(text: object) -> str | None:
   """Content of the last ``\\boxed{...}`` in ``text``, or None.
 
-  The content is read from the last occurrence of ``\\boxed{`` up to its matching
-  closing brace (nested braces are kept in the content). If that occurrence is never
-  closed, or ``text`` is not a string, returns None.
+  The content is read from the last occurrence of ``\\boxed{`` up to its
+  matching closing brace (nested braces are kept in the content). If that
+  occurrence is never closed, or ``text`` is not a string, returns None.
   """
   if not isinstance(text, str):
     return None
@@ -78,11 +79,11 @@ def parse_boxed_score(text: object) -> int:
 
   Rules (reference sec. 2):
     1. no (balanced) last box -> 0;
-    2. box content (stripped, unicode minus normalised) equal to "1" or "+1" -> +1,
-       equal to "-1" -> -1;
+    2. box content (stripped, unicode minus normalised) equal to "1" or "+1"
+       -> +1, equal to "-1" -> -1;
     3. content containing a fraction ``a/b`` (e.g. "1/8") -> 0;
-    4. otherwise, among the signed integers in the content, if exactly one is +-1
-       it is the score (e.g. "\\text{+1}" -> +1, "score: -1" -> -1); zero or
+    4. otherwise, among the signed integers in the content, if exactly one is
+       +-1 it is the score (e.g. "\\text{+1}" -> +1, "score: -1" -> -1); zero or
        several +-1 values (e.g. "1 or -1") -> 0.
   0 means "unparseable"; it enters the step mean as 0 (see ``rewards``).
   """
@@ -105,10 +106,10 @@ def parse_boxed_score(text: object) -> int:
 def parse_action_index(text: object, num_actions: int) -> int:
   """Index of the chosen admissible action, in ``[0, num_actions - 1]``.
 
-  The first integer (optionally negative) inside the last ``\\boxed{}`` of ``text``,
-  clamped into range; 0 if there is no box or no integer in it (reference sec. 7).
-  Raises ValueError only if ``num_actions < 1`` (a caller bug: the env substitutes
-  ``["look"]`` for an empty admissible list).
+  The first integer (optionally negative) inside the last ``\\boxed{}`` of
+  ``text``, clamped into range; 0 if there is no box or no integer in it
+  (reference sec. 7). Raises ValueError only if ``num_actions < 1`` (a caller
+  bug: the env substitutes ``["look"]`` for an empty admissible list).
   """
   if (
     not isinstance(num_actions, int)
@@ -116,7 +117,8 @@ def parse_action_index(text: object, num_actions: int) -> int:
     or num_actions < 1
   ):
     raise ValueError(
-      f"parse_action_index: num_actions must be an int >= 1, got {num_actions!r}"
+      "parse_action_index: num_actions must be an int >= 1, got "
+      f"{num_actions!r}"
     )
   content = last_boxed(text)
   if content is None:

@@ -60,9 +60,9 @@ def task_samples(
   M = mask[rows]
   won = np.array([e.won for e in eps])
   acc = float(won.mean())
-  O = outcome_from_success(won).astype(np.float32)
+  outcome = outcome_from_success(won).astype(np.float32)
   S_used = S if cfg.use_judge_signal else np.zeros_like(S)
-  R = integrated_step_rewards(O, S_used, M, lam=cfg.lam)
+  R = integrated_step_rewards(outcome, S_used, M, lam=cfg.lam)
   stats = {"accuracy": acc, "policy_in_band": False, "rm_in_band": False}
   policy, rm = [], []
   if accuracy_in_band(acc, *cfg.policy_band):

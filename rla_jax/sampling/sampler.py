@@ -468,8 +468,10 @@ class Session:
     active = np.asarray(
       [True] * self.batch_size if active is None else active, bool
     )
-    rows = [list(r) if a else [] for r, a in zip(new_tokens, active)]
-    for i, (r, a) in enumerate(zip(rows, active)):
+    rows = [
+      list(r) if a else [] for r, a in zip(new_tokens, active, strict=True)
+    ]
+    for i, (r, a) in enumerate(zip(rows, active, strict=True)):
       if a and not r:
         raise ValueError(f"row {i} is active but has no new tokens")
     self.sampler._check_rows(rows, allow_empty=True)

@@ -2,9 +2,10 @@
 
 Public API::
 
-    default_warmstart_config() -> dict          # tuned defaults (documented in config.py)
-    build_warm_start(cfg, out_dir, *, log=print) -> dict(tokenizer_dir, policy_dir,
-                                                         reward_dir, report)
+    default_warmstart_config() -> dict
+        # tuned defaults (documented in config.py)
+    build_warm_start(cfg, out_dir, *, log=print)
+        -> dict(tokenizer_dir, policy_dir, reward_dir, report)
     load_warm_start(result) -> (tokenizer, policy Qwen, reward Qwen)
 
 Modules: config (defaults, hash), bpe_tokenizer (byte-level BPE + ChatML),

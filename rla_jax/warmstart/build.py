@@ -1,4 +1,5 @@
-"""build_warm_start: tokenizer, policy and reward model from scratch, in minutes on a CPU.
+"""build_warm_start: tokenizer, policy and
+reward model from scratch, in minutes on a CPU.
 
 Stages (each timed, wall seconds in report["timings_s"]):
   1. data: seeded small-room train games; epsilon-noisy expert rollouts for
@@ -6,7 +7,8 @@ Stages (each timed, wall seconds in report["timings_s"]):
   2. tokenizer: byte-level BPE on rendered prompts/responses/transcripts.
   3. drill: a random-init Qwen3 base learns the candidate-index lookup.
   4. policy_sft: base -> SFT on expert targets at visited states.
-  5. rm_sft: the SFT'd policy, the drill base or scratch -> SFT on balanced, label-noised judge examples.
+  5. rm_sft: the SFT'd policy, the drill base or scratch -> SFT on balanced,
+     label-noised judge examples.
   6. eval: policy success on held-out valid_seen games (Sampler); judge process
      accuracy on the policy's own steps and on held-out noisy-expert steps.
   7. save: three Hugging Face directories + a marker with the config hash; a
@@ -269,7 +271,8 @@ def build_warm_start(
     policy, held_samples, pad_id=pad, length_multiple=lm
   )
   log(
-    f"[warmstart] policy held-out response loss {loss_before:.4f} -> {loss_after:.4f}"
+    f"[warmstart] policy held-out response loss {loss_before:.4f} -> "
+    f"{loss_after:.4f}"
   )
   lap("policy_sft")
 
@@ -340,7 +343,8 @@ def build_warm_start(
     batch_size=int(ev["batch_size"]),
   )
   log(
-    f"[warmstart] judge process accuracy on policy steps {rm_own['accuracy']:.3f} "
+    "[warmstart] judge process accuracy on policy steps "
+    f"{rm_own['accuracy']:.3f} "
     f"(balanced {rm_own['balanced_accuracy']:.3f}); on held-out noisy steps "
     f"{rm_held['accuracy']:.3f}"
   )

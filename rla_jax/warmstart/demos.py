@@ -1,4 +1,5 @@
-"""Demonstration data: epsilon-noisy expert rollouts and the examples built from them.
+"""Demonstration data: epsilon-noisy expert
+rollouts and the examples built from them.
 
 A rollout follows an expert (the oracle ``next_action`` or the searching
 ``search_next_action``, see ``EXPERTS``) but, with probability epsilon,
@@ -6,12 +7,14 @@ takes a uniformly random admissible command instead, so the visited states
 include mistakes and recoveries. Examples are rendered with
 ``rla_jax.rl.agent_text`` so warm start and RL see byte-identical prompts:
 
-* policy example at step k: prompt = chat(policy_step_text(o_0..o_k, a_0..a_{k-1},
-  admissible_k, H)), response = policy_response_text(e_k, index of e_k) + <|im_end|>,
-  where e_k is the EXPERT's command at the visited state (not the taken a_k);
+* policy example at step k: prompt = chat(policy_step_text(o_0..o_k,
+  a_0..a_{k-1}, admissible_k, H)), response = policy_response_text(e_k, index of
+  e_k) + <|im_end|>, where e_k is the EXPERT's command at the visited state (not
+  the taken a_k);
 * judge example at step k: prompt = chat(judge_step_text(policy step text,
   policy_response_text(a_k, index of a_k), o_{k+1})), response =
-  judge_response_text(+1 if label_progress(game, a_0..a_{k-1}, a_k) else -1) + <|im_end|>.
+  judge_response_text(+1 if label_progress(game, a_0..a_{k-1}, a_k) else -1) +
+  <|im_end|>.
 """
 
 from __future__ import annotations
@@ -66,10 +69,10 @@ def noisy_expert_rollouts(
 ) -> list[Episode]:
   """Plays every game with the epsilon-noisy expert for at most max_steps.
 
-  At each state: e = EXPERTS[expert](game, actions); with probability epsilon (or
-  if e is None) the action is a uniform draw from the admissible commands,
-  otherwise e. Games are stepped one at a time in the native env, in order,
-  so the result is a deterministic function of (games, epsilon, rng state).
+  At each state: e = EXPERTS[expert](game, actions); with probability epsilon
+  (or if e is None) the action is a uniform draw from the admissible commands,
+  otherwise e. Games are stepped one at a time in the native env, in order, so
+  the result is a deterministic function of (games, epsilon, rng state).
   """
   if not 0.0 <= epsilon <= 1.0:
     raise ValueError(f"demo epsilon must be in [0, 1], got {epsilon}")
@@ -227,13 +230,13 @@ def balance_and_corrupt(
       e.label,
       e.parts,
     )
-    for e, f in zip(chosen, flip)
+    for e, f in zip(chosen, flip, strict=True)
   ]
 
 
 def transcript_text(ep: Episode) -> str:
   """Plain game transcript (tokenizer / pretraining corpus)."""
   lines = [ep.observations[0]]
-  for a, o in zip(ep.actions, ep.observations[1:]):
+  for a, o in zip(ep.actions, ep.observations[1:], strict=True):
     lines += [f"> {a}", o]
   return "\n".join(lines)

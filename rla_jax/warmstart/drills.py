@@ -1,4 +1,5 @@
-"""Token samples for warm-start training: policy/judge SFT samples and copy drills.
+"""Token samples for warm-start training:
+policy/judge SFT samples and copy drills.
 
 The policy answers "I choose <k>) <command>. \\boxed{<k>}": it decides the
 index k, then copies the candidate line "<k>) <command>" of the prompt. That

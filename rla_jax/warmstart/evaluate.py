@@ -110,7 +110,7 @@ def play_policy(
       )
       commands: list[str | None] = [None] * len(chunk)
       responses = {}
-      for i, toks in zip(live, out.tokens):
+      for i, toks in zip(live, out.tokens, strict=True):
         responses[i] = tokenizer.decode(toks, skip_special_tokens=True)
         cands = candidate_actions(adm[i])
         commands[i] = cands[parse_action_index(responses[i], len(cands))]
