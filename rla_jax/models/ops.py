@@ -47,7 +47,7 @@ def dense(x, w, num_in: int = 1):
   Runs as one rank-2 GEMM [M, I] x [I, O] (reshapes are free). On XLA:CPU
   the same contraction written as a rank-3 einsum ("btd,df->btf") measured
   2x slower forward+backward (MLP block, B=16, T=256, D=128; see
-  BENCHMARKS.md "training step"), because its transposed backward dots miss
+  BENCHMARKS.md "Layer kernels"), because its transposed backward dots miss
   the plain GEMM path.
 
   The product accumulates and is returned in float32, then cast to x's
