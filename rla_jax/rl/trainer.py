@@ -7,8 +7,9 @@ jitted call per micro-batch adds its gradient of the loss numerator and its
 denominator (from `ppo_clip_kl_loss`) to running sums, and a jitted apply
 divides once, so the gradient equals the one-big-batch gradient. Programs
 compiled: one accumulate per sequence-length bucket, one apply; samples are
-sorted by length so each micro-batch pads only to its own bucket. Log-probs are computed in
-sequence chunks (`token_logprobs`), so no [B, T, V] tensor is built.
+sorted by length so each micro-batch pads only to its own bucket. Log-probs
+are computed in sequence chunks (`token_logprobs`), so no [B, T, V] tensor
+is built.
 
 The same learner trains the policy and the reward model (the paper trains
 both with the same loss).

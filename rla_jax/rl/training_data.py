@@ -60,7 +60,7 @@ def task_samples(
   M = mask[rows]
   won = np.array([e.won for e in eps])
   acc = float(won.mean())
-  O = outcome_from_success(won).astype(np.float32)
+  O = outcome_from_success(won).astype(np.float32)  # noqa: E741 (paper O)
   S_used = S if cfg.use_judge_signal else np.zeros_like(S)
   R = integrated_step_rewards(O, S_used, M, lam=cfg.lam)
   stats = {"accuracy": acc, "policy_in_band": False, "rm_in_band": False}

@@ -202,7 +202,8 @@ def train_sft(
   name: str = "sft",
   log_every: int = 50,
 ) -> tuple[Qwen, list[dict]]:
-  """Runs cfg.steps AdamW steps on `samples`; returns (trained model, per-step metrics)."""
+  """Runs cfg.steps AdamW steps on `samples`; returns (trained model,
+  per-step metrics)."""
   if not samples:
     raise ValueError(f"{name}: no training samples")
   tx = optax.chain(
