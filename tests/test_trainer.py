@@ -6,8 +6,15 @@ import pytest
 from flax import nnx
 
 from rla_jax.models import Qwen, QwenConfig
-from rla_jax.rl.trainer import Learner, OptimConfig, Sample, pack_samples
+from rla_jax.rl.trainer import (
+  Learner,
+  OptimConfig,
+  Sample,
+  pack_rows,
+  pack_samples,
+)
 from rla_jax.sampling.sampler import Sampler
+from rla_jax.warmstart.sft import pack_sft_batch
 
 CFG = QwenConfig(
   "qwen3",
@@ -32,7 +39,7 @@ def _samples(model, seed=0):
   adv = rng.randn(len(prompts))
   return [
     Sample(p, t, lp, float(a))
-    for p, t, lp, a in zip(prompts, out.tokens, out.logprobs, adv)
+    for p, t, lp, a in zip(prompts, out.tokens, out.logprobs, adv, strict=True)
   ]
 
 
@@ -49,7 +56,9 @@ def test_first_microbatch_ratio_is_one_and_params_move():
   after = jax.tree.map(np.asarray, nnx.state(learner.model()))
   moved = [
     np.abs(a - b).max()
-    for a, b in zip(jax.tree.leaves(after), jax.tree.leaves(before))
+    for a, b in zip(
+      jax.tree.leaves(after), jax.tree.leaves(before), strict=True
+    )
   ]
   assert min(moved) > 0
   second = learner.update(samples)  # now off-policy: the ratio moves
@@ -71,7 +80,9 @@ def test_micro_batch_accumulation_equals_one_batch(micro):
   (a_out, a_params), (b_out, b_params) = results[micro], results[8]
   assert a_out["loss"] == pytest.approx(b_out["loss"], abs=1e-6)
   assert a_out["grad_norm"] == pytest.approx(b_out["grad_norm"], rel=1e-5)
-  for x, y in zip(jax.tree.leaves(a_params), jax.tree.leaves(b_params)):
+  for x, y in zip(
+    jax.tree.leaves(a_params), jax.tree.leaves(b_params), strict=True
+  ):
     np.testing.assert_allclose(x, y, atol=1e-6)
 
 
@@ -84,6 +95,55 @@ def test_pack_samples_rejects_misaligned_logprobs():
   )
   assert packed["response_mask"].tolist() == [[0, 0, 1, 0], [0, 0, 0, 0]]
   assert packed["old_logprobs"][0, 2] == 1.0
+
+
+def test_rl_and_sft_batches_share_one_packer():
+  """pack_samples and pack_sft_batch are pack_rows with old log-probs /
+  weights as the per-response-token values."""
+  pairs = [([5, 6, 7], [8, 9]), ([4], [3, 2, 1])]
+  values = [np.array([0.5, -1.0]), np.array([2.0, 0.0, 3.0])]
+  rows = pack_rows(pairs, values, 6, 3, pad_id=1)
+  assert rows["tokens"].tolist() == [
+    [5, 6, 7, 8, 9, 1],
+    [4, 3, 2, 1, 1, 1],
+    [1, 1, 1, 1, 1, 1],
+  ]
+  assert rows["mask"].tolist() == [
+    [1, 1, 1, 1, 1, 0],
+    [1, 1, 1, 1, 0, 0],
+    [0] * 6,
+  ]
+  assert rows["response_mask"].tolist() == [
+    [0, 0, 0, 1, 1, 0],
+    [0, 1, 1, 1, 0, 0],
+    [0] * 6,
+  ]
+  assert rows["response_values"].tolist() == [
+    [0, 0, 0, 0.5, -1.0, 0],
+    [0, 2.0, 0, 3.0, 0, 0],
+    [0] * 6,
+  ]
+  rl = pack_samples(
+    [Sample(p, r, v, 1.5) for (p, r), v in zip(pairs, values, strict=True)],
+    6,
+    3,
+    pad_id=1,
+  )
+  sft = pack_sft_batch(
+    [(p, r, v) for (p, r), v in zip(pairs, values, strict=True)], 3, 6, 1
+  )
+  for key in ("tokens", "mask"):
+    np.testing.assert_array_equal(rl[key], rows[key])
+    np.testing.assert_array_equal(sft[key], rows[key])
+  np.testing.assert_array_equal(rl["response_mask"], rows["response_mask"])
+  np.testing.assert_array_equal(rl["old_logprobs"], rows["response_values"])
+  np.testing.assert_array_equal(sft["response_weight"], rows["response_values"])
+  assert rl["advantages"].tolist() == [1.5, 1.5, 0.0]
+  # SFT: T = the longest sample rounded up; weights default to 1
+  sft = pack_sft_batch([([5], [6, 7])], 1, 4, 0)
+  assert sft["response_weight"].tolist() == [[0, 1, 1, 0]]
+  with pytest.raises(ValueError, match="2 weights for 3 response tokens"):
+    pack_sft_batch([([1], [2, 3, 4], [1.0, 1.0])], 1, 8, 0)
 
 
 def test_updates_of_any_size_reuse_one_program_per_length_bucket():
@@ -134,7 +194,9 @@ def test_micro_batches_pad_to_their_own_length_bucket(monkeypatch):
   )
   samples = [
     Sample(p, t, lp, float(a))
-    for p, t, lp, a in zip(prompts, out.tokens, out.logprobs, rng.randn(6))
+    for p, t, lp, a in zip(
+      prompts, out.tokens, out.logprobs, rng.randn(6), strict=True
+    )
   ]
   assert sorted(len(s.prompt) + len(s.response) for s in samples)[3] <= 32
   seen = []
@@ -155,7 +217,7 @@ def test_micro_batches_pad_to_their_own_length_bucket(monkeypatch):
   assert seen == [(2, 32), (2, 32), (2, 64), (8, 64)]
   assert results[2][0]["loss"] == pytest.approx(results[8][0]["loss"], abs=1e-6)
   for x, y in zip(
-    jax.tree.leaves(results[2][1]), jax.tree.leaves(results[8][1])
+    jax.tree.leaves(results[2][1]), jax.tree.leaves(results[8][1]), strict=True
   ):
     np.testing.assert_allclose(x, y, atol=1e-5)  # float sum order
 
@@ -163,7 +225,7 @@ def test_micro_batches_pad_to_their_own_length_bucket(monkeypatch):
 def _kl_to_behaviour(learner, samples):
   """Mean over samples of the token-mean k3 KL(behaviour || current), numpy."""
   out = []
-  for s, lp in zip(samples, learner.logprobs(samples)):
+  for s, lp in zip(samples, learner.logprobs(samples), strict=True):
     d = np.asarray(s.old_logprobs, np.float64) - lp  # log pi_old - log pi
     out.append(np.mean(np.exp(d) - 1.0 - d))
   return float(np.mean(out))
@@ -199,5 +261,6 @@ def test_target_kl_stops_the_epoch_before_an_update_past_the_limit():
       for x, y in zip(
         jax.tree.leaves(nnx.state(learner.model())),
         jax.tree.leaves(nnx.state(probe.model())),
+        strict=True,
       ):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-6)
