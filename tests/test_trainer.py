@@ -146,6 +146,25 @@ def test_rl_and_sft_batches_share_one_packer():
     pack_sft_batch([([1], [2, 3, 4], [1.0, 1.0])], 1, 8, 0)
 
 
+def test_ratio_clamp_reaches_the_loss():
+  """Behaviour log-probs 5 below the trainer's: every token's log-ratio is
+  5, so the mean ratio is e^5 at the default clamp and e^0.5 at 0.5."""
+  model = Qwen(CFG, rngs=nnx.Rngs(4))
+  samples = _samples(model, seed=4)
+  current = Learner(model, OptimConfig()).logprobs(samples)
+  shifted = [
+    Sample(s.prompt, s.response, lp - 5.0, s.advantage)
+    for s, lp in zip(samples, current, strict=True)
+  ]
+  for clamp, ratio in ((10.0, np.exp(5.0)), (0.5, np.exp(0.5))):
+    learner = Learner(
+      Qwen(CFG, rngs=nnx.Rngs(4)),
+      OptimConfig(learning_rate=1e-3, ratio_clamp=clamp),
+    )
+    out = learner.update(shifted)
+    assert out["ratio"] == pytest.approx(ratio, rel=1e-4)
+
+
 def test_updates_of_any_size_reuse_one_program_per_length_bucket():
   """Micro-batches run one jitted call each, so a new sample count (1..6
   samples = 1..3 micro-batches of 2) compiles nothing once the sequence

@@ -36,14 +36,26 @@ from jax.sharding import PartitionSpec as P
 
 from rla_jax import distributed
 from rla_jax import sharding as shd
+from rla_jax.config_fields import from_section
 from rla_jax.models.logprobs import token_logprobs
 from rla_jax.models.qwen import Qwen
 from rla_jax.rl.losses import METRIC_NAMES, ppo_clip_kl_loss
 from rla_jax.sampling.buckets import geometric_buckets, pick_bucket
 
+# Keys of a config.optim.<role> section read by the loop (LoopBase.train),
+# not by the learner.
+OPTIM_LOOP_KEYS = ("updates_per_step", "reset_optimizer_each_step")
+
 
 @dataclasses.dataclass(frozen=True)
 class OptimConfig:
+  """AdamW (learning_rate, b1, b2, eps, weight_decay, grad_clip: global-norm
+  clipping), the PPO-clip loss (clip_eps, kl_beta, ratio_clamp), the update
+  layout (micro_batch_size rows per jitted call, logprob_chunk sequence
+  positions per vocabulary projection, max_seq_len the longest sample) and
+  early stopping (target_kl). Built from a config section by
+  `from_config`."""
+
   learning_rate: float = 1e-6
   b1: float = 0.9
   b2: float = 0.999
@@ -52,6 +64,8 @@ class OptimConfig:
   grad_clip: float = 1.0
   clip_eps: float = 0.2
   kl_beta: float = 0.01
+  # |log-ratio| bound before exp in the loss (`ppo_clip_kl_loss`).
+  ratio_clamp: float = 10.0
   micro_batch_size: int = 4
   logprob_chunk: int = 128
   max_seq_len: int = 4096
@@ -59,6 +73,26 @@ class OptimConfig:
   # an epoch stops before an update whose mini-batch already shows a mean
   # k3 KL to the behaviour policy above 1.5 * target_kl. 0 disables it.
   target_kl: float = 0.0
+
+  @classmethod
+  def from_config(
+    cls, section, *, max_seq_len: int, where: str = "config.optim"
+  ) -> OptimConfig:
+    """Every field from the key of its name in `section` (a config.optim.<role>
+    ConfigDict) except max_seq_len, which the loop derives from the rollout
+    lengths; the loop's own keys (OPTIM_LOOP_KEYS) are accepted and skipped.
+
+    Raises:
+      ValueError: naming the key (`where`.<key>) of a missing field, an
+        unknown key or a value of the wrong type.
+    """
+    return from_section(
+      cls,
+      section,
+      where=where,
+      given={"max_seq_len": max_seq_len},
+      other_keys=OPTIM_LOOP_KEYS,
+    )
 
 
 @dataclasses.dataclass
@@ -225,6 +259,7 @@ def _loss_terms(graphdef, cfg: OptimConfig, state, batch):
     batch["response_mask"],
     clip_eps=cfg.clip_eps,
     kl_beta=cfg.kl_beta,
+    ratio_clamp=cfg.ratio_clamp,
   )
   return loss_sum, (denom, metrics)
 
