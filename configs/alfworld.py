@@ -93,6 +93,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       "train_rm": True,
       "policy_band": (0.125, 0.875),
       "rm_band": (0.2, 0.8),
+      # Advantage at a step index only one rollout reached: "raw" is its R
+      # (the reference), "zero" is 0 (no group to standardise against).
+      "lone_step": "raw",
+      # Policy samples with advantage 0 are dropped, as the reference (kept,
+      # they carry no signal and only dilute the seq-mean).
+      "drop_zero_advantage": True,
       "judge_sampling": common.sampling(0.8, 0.95),
       "max_new_tokens": 16,
       "judge_batch": 96,

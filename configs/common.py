@@ -9,10 +9,18 @@ def optim(
   return ml_collections.ConfigDict(
     {
       "learning_rate": lr,
+      # AdamW moments and epsilon: optax's (and PyTorch's) defaults, which
+      # the reference's AdamW uses.
+      "b1": 0.9,
+      "b2": 0.999,
+      "eps": 1e-8,
       "weight_decay": 0.0,
       "grad_clip": 1.0,
       "clip_eps": 0.2,
       "kl_beta": 0.01,
+      # Bound on |log pi - log pi_old| before exp in the loss: keeps the
+      # ratio and k3 KL finite on far off-policy tokens (e^10 ~ 2.2e4).
+      "ratio_clamp": 10.0,
       "updates_per_step": updates_per_step,
       "micro_batch_size": micro_batch_size,
       "logprob_chunk": 128,

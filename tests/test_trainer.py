@@ -6,8 +6,15 @@ import pytest
 from flax import nnx
 
 from rla_jax.models import Qwen, QwenConfig
-from rla_jax.rl.trainer import Learner, OptimConfig, Sample, pack_samples
+from rla_jax.rl.trainer import (
+  Learner,
+  OptimConfig,
+  Sample,
+  pack_rows,
+  pack_samples,
+)
 from rla_jax.sampling.sampler import Sampler
+from rla_jax.warmstart.sft import pack_sft_batch
 
 CFG = QwenConfig(
   "qwen3",
@@ -88,6 +95,74 @@ def test_pack_samples_rejects_misaligned_logprobs():
   )
   assert packed["response_mask"].tolist() == [[0, 0, 1, 0], [0, 0, 0, 0]]
   assert packed["old_logprobs"][0, 2] == 1.0
+
+
+def test_rl_and_sft_batches_share_one_packer():
+  """pack_samples and pack_sft_batch are pack_rows with old log-probs /
+  weights as the per-response-token values."""
+  pairs = [([5, 6, 7], [8, 9]), ([4], [3, 2, 1])]
+  values = [np.array([0.5, -1.0]), np.array([2.0, 0.0, 3.0])]
+  rows = pack_rows(pairs, values, 6, 3, pad_id=1)
+  assert rows["tokens"].tolist() == [
+    [5, 6, 7, 8, 9, 1],
+    [4, 3, 2, 1, 1, 1],
+    [1, 1, 1, 1, 1, 1],
+  ]
+  assert rows["mask"].tolist() == [
+    [1, 1, 1, 1, 1, 0],
+    [1, 1, 1, 1, 0, 0],
+    [0] * 6,
+  ]
+  assert rows["response_mask"].tolist() == [
+    [0, 0, 0, 1, 1, 0],
+    [0, 1, 1, 1, 0, 0],
+    [0] * 6,
+  ]
+  assert rows["response_values"].tolist() == [
+    [0, 0, 0, 0.5, -1.0, 0],
+    [0, 2.0, 0, 3.0, 0, 0],
+    [0] * 6,
+  ]
+  rl = pack_samples(
+    [Sample(p, r, v, 1.5) for (p, r), v in zip(pairs, values, strict=True)],
+    6,
+    3,
+    pad_id=1,
+  )
+  sft = pack_sft_batch(
+    [(p, r, v) for (p, r), v in zip(pairs, values, strict=True)], 3, 6, 1
+  )
+  for key in ("tokens", "mask"):
+    np.testing.assert_array_equal(rl[key], rows[key])
+    np.testing.assert_array_equal(sft[key], rows[key])
+  np.testing.assert_array_equal(rl["response_mask"], rows["response_mask"])
+  np.testing.assert_array_equal(rl["old_logprobs"], rows["response_values"])
+  np.testing.assert_array_equal(sft["response_weight"], rows["response_values"])
+  assert rl["advantages"].tolist() == [1.5, 1.5, 0.0]
+  # SFT: T = the longest sample rounded up; weights default to 1
+  sft = pack_sft_batch([([5], [6, 7])], 1, 4, 0)
+  assert sft["response_weight"].tolist() == [[0, 1, 1, 0]]
+  with pytest.raises(ValueError, match="2 weights for 3 response tokens"):
+    pack_sft_batch([([1], [2, 3, 4], [1.0, 1.0])], 1, 8, 0)
+
+
+def test_ratio_clamp_reaches_the_loss():
+  """Behaviour log-probs 5 below the trainer's: every token's log-ratio is
+  5, so the mean ratio is e^5 at the default clamp and e^0.5 at 0.5."""
+  model = Qwen(CFG, rngs=nnx.Rngs(4))
+  samples = _samples(model, seed=4)
+  current = Learner(model, OptimConfig()).logprobs(samples)
+  shifted = [
+    Sample(s.prompt, s.response, lp - 5.0, s.advantage)
+    for s, lp in zip(samples, current, strict=True)
+  ]
+  for clamp, ratio in ((10.0, np.exp(5.0)), (0.5, np.exp(0.5))):
+    learner = Learner(
+      Qwen(CFG, rngs=nnx.Rngs(4)),
+      OptimConfig(learning_rate=1e-3, ratio_clamp=clamp),
+    )
+    out = learner.update(shifted)
+    assert out["ratio"] == pytest.approx(ratio, rel=1e-4)
 
 
 def test_updates_of_any_size_reuse_one_program_per_length_bucket():

@@ -172,12 +172,7 @@ class AlfworldLoop(LoopBase):
       )
     else:
       self.env_model = RuleBasedEnvModel()
-    self.reward_cfg = RewardConfig(
-      lam=c.reward.lam,
-      use_judge_signal=c.reward.use_judge_signal,
-      policy_band=tuple(c.reward.policy_band),
-      rm_band=tuple(c.reward.rm_band),
-    )
+    self.reward_cfg = RewardConfig.from_config(c.reward)
 
   # --------------------------------------------------------- state
   def task_state(self) -> dict:

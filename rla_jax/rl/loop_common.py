@@ -28,20 +28,6 @@ from rla_jax.tokenizer import load_tokenizer
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
 
-def optim_config(section, max_seq_len: int) -> OptimConfig:
-  return OptimConfig(
-    learning_rate=section.learning_rate,
-    weight_decay=section.weight_decay,
-    grad_clip=section.grad_clip,
-    clip_eps=section.clip_eps,
-    kl_beta=section.kl_beta,
-    micro_batch_size=section.micro_batch_size,
-    logprob_chunk=section.logprob_chunk,
-    max_seq_len=max_seq_len,
-    target_kl=section.target_kl,
-  )
-
-
 def current_groups(groups, accepted: dict) -> dict:
   """{slot: index of the group now holding the slot's active task}.
 
@@ -105,7 +91,9 @@ class LoopBase:
       )
       self.learners[role] = Learner(
         model,
-        optim_config(c.optim[role], max_len),
+        OptimConfig.from_config(
+          c.optim[role], max_seq_len=max_len, where=f"config.optim.{role}"
+        ),
         mesh=self.mesh,
         pad_id=self.pad_id,
       )

@@ -4,11 +4,12 @@ One `Learner` owns a model's parameters and AdamW state, placed on a device
 mesh with the training rules (fsdp x tensor). `Learner.update` runs one
 optimizer step over a mini-batch with exact micro-batch accumulation: one
 jitted call per micro-batch adds its gradient of the loss numerator and its
-denominator (from `ppo_clip_kl_loss`) to running sums, and a jitted apply
-divides once, so the gradient equals the one-big-batch gradient. Programs
-compiled: one accumulate per sequence-length bucket, one apply; samples are
-sorted by length so each micro-batch pads only to its own bucket. Log-probs are computed in
-sequence chunks (`token_logprobs`), so no [B, T, V] tensor is built.
+denominator (from `ppo_clip_kl_loss`) to running sums (`GradAccumulator`),
+and a jitted apply divides once, so the gradient equals the one-big-batch
+gradient. Programs compiled: one accumulate per sequence-length bucket, one
+apply; samples are sorted by length so each micro-batch pads only to its
+own bucket. Log-probs are computed in sequence chunks (`sequence_logprobs`),
+so no [B, T, V] tensor is built.
 
 The same learner trains the policy and the reward model (the paper trains
 both with the same loss).
@@ -29,20 +30,32 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from flax import nnx
+from flax import nnx, struct
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from rla_jax import distributed
 from rla_jax import sharding as shd
+from rla_jax.config_fields import from_section
 from rla_jax.models.logprobs import token_logprobs
 from rla_jax.models.qwen import Qwen
 from rla_jax.rl.losses import METRIC_NAMES, ppo_clip_kl_loss
 from rla_jax.sampling.buckets import geometric_buckets, pick_bucket
 
+# Keys of a config.optim.<role> section read by the loop (LoopBase.train),
+# not by the learner.
+OPTIM_LOOP_KEYS = ("updates_per_step", "reset_optimizer_each_step")
+
 
 @dataclasses.dataclass(frozen=True)
 class OptimConfig:
+  """AdamW (learning_rate, b1, b2, eps, weight_decay, grad_clip: global-norm
+  clipping), the PPO-clip loss (clip_eps, kl_beta, ratio_clamp), the update
+  layout (micro_batch_size rows per jitted call, logprob_chunk sequence
+  positions per vocabulary projection, max_seq_len the longest sample) and
+  early stopping (target_kl). Built from a config section by
+  `from_config`."""
+
   learning_rate: float = 1e-6
   b1: float = 0.9
   b2: float = 0.999
@@ -51,6 +64,8 @@ class OptimConfig:
   grad_clip: float = 1.0
   clip_eps: float = 0.2
   kl_beta: float = 0.01
+  # |log-ratio| bound before exp in the loss (`ppo_clip_kl_loss`).
+  ratio_clamp: float = 10.0
   micro_batch_size: int = 4
   logprob_chunk: int = 128
   max_seq_len: int = 4096
@@ -58,6 +73,26 @@ class OptimConfig:
   # an epoch stops before an update whose mini-batch already shows a mean
   # k3 KL to the behaviour policy above 1.5 * target_kl. 0 disables it.
   target_kl: float = 0.0
+
+  @classmethod
+  def from_config(
+    cls, section, *, max_seq_len: int, where: str = "config.optim"
+  ) -> OptimConfig:
+    """Every field from the key of its name in `section` (a config.optim.<role>
+    ConfigDict) except max_seq_len, which the loop derives from the rollout
+    lengths; the loop's own keys (OPTIM_LOOP_KEYS) are accepted and skipped.
+
+    Raises:
+      ValueError: naming the key (`where`.<key>) of a missing field, an
+        unknown key or a value of the wrong type.
+    """
+    return from_section(
+      cls,
+      section,
+      where=where,
+      given={"max_seq_len": max_seq_len},
+      other_keys=OPTIM_LOOP_KEYS,
+    )
 
 
 @dataclasses.dataclass
@@ -74,116 +109,199 @@ class Sample:
   advantage: float
 
 
-def pack_samples(
-  samples: Sequence[Sample], seq_len: int, num_rows: int, pad_id: int = 0
+def pack_rows(
+  pairs: Sequence[tuple[Sequence[int], Sequence[int]]],
+  response_values: Sequence[Sequence[float]],
+  seq_len: int,
+  num_rows: int,
+  pad_id: int = 0,
+  values_name: str = "response values",
 ) -> dict[str, np.ndarray]:
-  """Right-pads samples into [num_rows, seq_len] arrays.
+  """Right-pads (prompt, response) token-id pairs into [num_rows, seq_len].
 
-  tokens = prompt + response; mask marks real tokens; response_mask marks
-  response tokens; old_logprobs is aligned with tokens (entry t is the
-  log-prob of token t); rows beyond len(samples) are empty (mask 0, so they
-  add nothing to the loss or its denominator).
+  Row i holds tokens = prompt_i + response_i, then pad_id. Returned ([R, T],
+  R = num_rows, T = seq_len): tokens (int32), mask (int32, 1 on real
+  tokens), response_mask (int32, 1 on response tokens) and response_values
+  (float32, response_values[i] on row i's response tokens, 0 elsewhere;
+  entry t belongs to token t). Rows beyond len(pairs) are empty (mask 0).
+
+  Raises:
+    ValueError: a row longer than seq_len, or response_values[i] of another
+      length than response_i (named `values_name` in the message).
   """
   tokens = np.full((num_rows, seq_len), pad_id, np.int32)
   mask = np.zeros((num_rows, seq_len), np.int32)
-  resp = np.zeros((num_rows, seq_len), np.int32)
-  old = np.zeros((num_rows, seq_len), np.float32)
-  adv = np.zeros((num_rows,), np.float32)
-  for i, s in enumerate(samples):
-    p, r = list(s.prompt), list(s.response)
+  response_mask = np.zeros((num_rows, seq_len), np.int32)
+  values = np.zeros((num_rows, seq_len), np.float32)
+  for i, ((prompt, response), row_values) in enumerate(
+    zip(pairs, response_values, strict=True)
+  ):
+    p, r = list(prompt), list(response)
     n = len(p) + len(r)
     if n > seq_len:
       raise ValueError(f"sample {i} has {n} tokens > seq_len {seq_len}")
-    if len(s.old_logprobs) != len(r):
+    if len(row_values) != len(r):
       raise ValueError(
-        f"sample {i}: {len(s.old_logprobs)} old log-probs "
+        f"sample {i}: {len(row_values)} {values_name} "
         f"for {len(r)} response tokens"
       )
     tokens[i, :n] = p + r
     mask[i, :n] = 1
-    resp[i, len(p) : n] = 1
-    old[i, len(p) : n] = s.old_logprobs
-    adv[i] = s.advantage
+    response_mask[i, len(p) : n] = 1
+    values[i, len(p) : n] = row_values
   return {
     "tokens": tokens,
     "mask": mask,
-    "response_mask": resp,
-    "old_logprobs": old,
-    "advantages": adv,
+    "response_mask": response_mask,
+    "response_values": values,
   }
 
 
-def _loss_terms(graphdef, state, batch, clip_eps, kl_beta, chunk):
-  """(loss_sum, (denom, metrics)) of one micro-batch ([b, T] arrays)."""
-  model = nnx.merge(graphdef, state)
-  hidden, _ = model.hidden_states(batch["tokens"], batch["mask"])
+def pack_samples(
+  samples: Sequence[Sample], seq_len: int, num_rows: int, pad_id: int = 0
+) -> dict[str, np.ndarray]:
+  """Right-pads samples into [num_rows, seq_len] arrays (`pack_rows`).
+
+  tokens = prompt + response; mask marks real tokens; response_mask marks
+  response tokens; old_logprobs is aligned with tokens (entry t is the
+  log-prob of token t); advantages [num_rows]; rows beyond len(samples) are
+  empty (mask 0, so they add nothing to the loss or its denominator).
+  """
+  rows = pack_rows(
+    [(s.prompt, s.response) for s in samples],
+    [s.old_logprobs for s in samples],
+    seq_len,
+    num_rows,
+    pad_id,
+    values_name="old log-probs",
+  )
+  advantages = np.zeros((num_rows,), np.float32)
+  advantages[: len(samples)] = [s.advantage for s in samples]
+  return {
+    "tokens": rows["tokens"],
+    "mask": rows["mask"],
+    "response_mask": rows["response_mask"],
+    "old_logprobs": rows["response_values"],
+    "advantages": advantages,
+  }
+
+
+def sequence_logprobs(
+  model: Qwen, tokens: jax.Array, mask: jax.Array, chunk: int
+) -> jax.Array:
+  """Per-token log-probs of a right-padded batch under `model`.
+
+    lp[b, 0] = 0 (no prediction),
+    lp[b, t] = log p(tokens[b, t] | tokens[b, <t]) for t >= 1,
+
+  tokens, mask: [B, T]; returns [B, T] (model.dtype precision), aligned with
+  tokens. The vocabulary projection runs in sequence chunks of `chunk`
+  (`token_logprobs`), so no [B, T, V] tensor is built.
+  """
+  hidden, _ = model.hidden_states(tokens, mask)
   lp = token_logprobs(
     hidden[:, :-1],
     model.lm_head_matrix(),
-    batch["tokens"][:, 1:],
+    tokens[:, 1:],
     chunk_size=chunk,
     dtype=model.dtype,
   )
-  lp = jnp.pad(lp, ((0, 0), (1, 0)))
+  return jnp.pad(lp, ((0, 0), (1, 0)))
+
+
+@struct.dataclass
+class GradAccumulator:
+  """Running sums over the micro-batches of one optimizer step (a pytree).
+
+  grads: sum over micro-batches of d(loss_sum)/d(params), the parameters'
+  tree; loss_sum, denom: scalar float32 sums of `ppo_clip_kl_loss`'s
+  loss_sum and denom; metric_sums: {METRIC_NAMES: scalar float32 sum}.
+  Dividing by denom once gives the one-big-batch values.
+  """
+
+  grads: nnx.State
+  loss_sum: jax.Array
+  denom: jax.Array
+  metric_sums: dict[str, jax.Array]
+
+  @classmethod
+  def zeros(cls, state: nnx.State) -> GradAccumulator:
+    """All sums 0; grads shaped like `state`."""
+    zero = jnp.zeros((), jnp.float32)
+    return cls(
+      grads=jax.tree.map(jnp.zeros_like, state),
+      loss_sum=zero,
+      denom=zero,
+      metric_sums={k: zero for k in METRIC_NAMES},
+    )
+
+  def add(self, grads, loss_sum, denom, metrics) -> GradAccumulator:
+    """These sums plus one micro-batch's gradient, loss_sum, denom and
+    metric sums."""
+    return GradAccumulator(
+      grads=jax.tree.map(jnp.add, self.grads, grads),
+      loss_sum=self.loss_sum + loss_sum,
+      denom=self.denom + denom,
+      metric_sums=jax.tree.map(jnp.add, self.metric_sums, metrics),
+    )
+
+
+def _loss_terms(graphdef, cfg: OptimConfig, state, batch):
+  """(loss_sum, (denom, metrics)) of one micro-batch ([b, T] arrays)."""
+  model = nnx.merge(graphdef, state)
+  lp = sequence_logprobs(
+    model, batch["tokens"], batch["mask"], cfg.logprob_chunk
+  )
   loss_sum, denom, metrics = ppo_clip_kl_loss(
     lp,
     batch["old_logprobs"],
     batch["advantages"],
     batch["response_mask"],
-    clip_eps=clip_eps,
-    kl_beta=kl_beta,
+    clip_eps=cfg.clip_eps,
+    kl_beta=cfg.kl_beta,
+    ratio_clamp=cfg.ratio_clamp,
   )
   return loss_sum, (denom, metrics)
 
 
-def _accumulate(graphdef, clip_eps, kl_beta, chunk, state, carry, batch):
+def _accumulate(graphdef, cfg: OptimConfig, state, acc: GradAccumulator, batch):
   """Adds one micro-batch's gradient of the loss SUM (and its denominator
-  and metric sums) to `carry`; batch holds [b, T] arrays.
+  and metric sums) to `acc`; batch holds [b, T] arrays. Returns (the new
+  accumulator, the micro-batch's mean PPO ratio).
 
   Micro-batches run one jitted call each (compiled once per T bucket, not
   once per micro-batch count, which a scan over micro-batches would need);
-  the carry is donated, so the running sums are updated in place.
+  the accumulator is donated, so the running sums are updated in place.
   """
   grad_fn = jax.value_and_grad(
-    functools.partial(
-      _loss_terms, graphdef, clip_eps=clip_eps, kl_beta=kl_beta, chunk=chunk
-    ),
-    has_aux=True,
+    functools.partial(_loss_terms, graphdef, cfg), has_aux=True
   )
-  (l, (d, m)), g = grad_fn(state, batch)
-  grads, loss, denom, metrics = carry
-  carry = (
-    jax.tree.map(jnp.add, grads, g),
-    loss + l,
-    denom + d,
-    jax.tree.map(jnp.add, metrics, m),
-  )
-  return carry, m["ratio"] / jnp.maximum(d, 1.0)
+  (loss_sum, (denom, metrics)), grads = grad_fn(state, batch)
+  acc = acc.add(grads, loss_sum, denom, metrics)
+  return acc, metrics["ratio"] / jnp.maximum(denom, 1.0)
 
 
-@jax.jit
-def _zero_carry(state):
-  zero = jnp.zeros((), jnp.float32)
-  return (
-    jax.tree.map(jnp.zeros_like, state),
-    zero,
-    zero,
-    {k: zero for k in METRIC_NAMES},
-  )
-
-
-def _apply(tx, state, opt_state, carry):
+def _apply(tx, state, opt_state, acc: GradAccumulator):
   """Divides the summed gradient by the summed denominator once (so the
   step equals the one-big-batch gradient step) and applies AdamW."""
-  grads, loss, denom, metrics = carry
-  scale = 1.0 / jnp.maximum(denom, 1.0)
-  grads = jax.tree.map(lambda g: g * scale, grads)
+  scale = 1.0 / jnp.maximum(acc.denom, 1.0)
+  grads = jax.tree.map(lambda g: g * scale, acc.grads)
   grad_norm = optax.tree.norm(grads)
   updates, opt_state = tx.update(grads, opt_state, state)
   state = optax.apply_updates(state, updates)
-  out = {"loss": loss * scale, "num_samples": denom, "grad_norm": grad_norm}
-  out.update({k: v * scale for k, v in metrics.items()})
+  out = {
+    "loss": acc.loss_sum * scale,
+    "num_samples": acc.denom,
+    "grad_norm": grad_norm,
+  }
+  out.update({k: v * scale for k, v in acc.metric_sums.items()})
   return state, opt_state, out
+
+
+@functools.partial(jax.jit, static_argnums=(0, 4))
+def _state_logprobs(graphdef, state, tokens, mask, chunk):
+  """`sequence_logprobs` of the model (graphdef, state); [B, T]."""
+  return sequence_logprobs(nnx.merge(graphdef, state), tokens, mask, chunk)
 
 
 class Learner:
@@ -225,23 +343,27 @@ class Learner:
     opt_sh = jax.tree.map(lambda x: x.sharding, self.opt_state)
     self._batch_axis = dict(rules).get("batch")
     self._accumulate = jax.jit(
-      functools.partial(
-        _accumulate, self.graphdef, cfg.clip_eps, cfg.kl_beta, cfg.logprob_chunk
-      ),
+      functools.partial(_accumulate, self.graphdef, cfg),
       donate_argnums=(1,),
     )
-    # (the carry is not donated: no output has its shapes left to reuse it)
+    # (the accumulator is not donated: no output has its shapes left to
+    # reuse it)
     self._apply = jax.jit(
       functools.partial(_apply, self.tx),
       donate_argnums=(0, 1),
       out_shardings=(state_sh, opt_sh, None),
     )
-    # The zero carry is placed exactly like _accumulate's output carry, so
+    # The zero accumulator is placed exactly like _accumulate's output, so
     # a bucket's first and later micro-batches share one program.
     rep = NamedSharding(self.mesh, P())
-    self._zeros = jax.jit(
-      _zero_carry,
-      out_shardings=(state_sh, rep, rep, {k: rep for k in METRIC_NAMES}),
+    self._zero_accumulator = jax.jit(
+      GradAccumulator.zeros,
+      out_shardings=GradAccumulator(
+        grads=state_sh,
+        loss_sum=rep,
+        denom=rep,
+        metric_sums={k: rep for k in METRIC_NAMES},
+      ),
     )
     self.seq_buckets = geometric_buckets(
       32, cfg.max_seq_len, per_octave=4, multiple=32
@@ -286,10 +408,6 @@ class Learner:
     div = math.prod(self.mesh.shape[a] for a in axes)
     return -(-b // div) * div
 
-  def _zero_carry(self):
-    """Zero (grads, loss, denom, metric sums), placed like the parameters."""
-    return self._zeros(self.state)
-
   def update(
     self, samples: Sequence[Sample], max_kl: float | None = None
   ) -> dict[str, float] | None:
@@ -308,7 +426,7 @@ class Learner:
     b = self._micro_rows()
     sharding = NamedSharding(self.mesh, P(self._batch_axis, None))
     row_sharding = NamedSharding(self.mesh, P(self._batch_axis))
-    carry, first_ratio = self._zero_carry(), None
+    acc, first_ratio = self._zero_accumulator(self.state), None
     for i in range(0, len(samples), b):
       chunk = samples[i : i + b]
       T = pick_bucket(
@@ -325,14 +443,14 @@ class Learner:
         k: distributed.put_global(v, sharding if v.ndim == 2 else row_sharding)
         for k, v in packed.items()
       }
-      carry, ratio = self._accumulate(self.state, carry, batch)
+      acc, ratio = self._accumulate(self.state, acc, batch)
       first_ratio = ratio if first_ratio is None else first_ratio
     if max_kl is not None:
-      denom, kl_sum = distributed.to_host((carry[2], carry[3]["kl"]))
+      denom, kl_sum = distributed.to_host((acc.denom, acc.metric_sums["kl"]))
       if float(denom) > 0 and float(kl_sum) / float(denom) > max_kl:
         return None
     self.state, self.opt_state, out = self._apply(
-      self.state, self.opt_state, carry
+      self.state, self.opt_state, acc
     )
     # mean PPO ratio of the first micro-batch: 1 when the behaviour
     # log-probs equal the trainer's (on-policy, before any update).
@@ -364,7 +482,7 @@ class Learner:
     longest = max(len(s.prompt) + len(s.response) for s in samples)
     T = pick_bucket(longest, self.seq_buckets, "sample length")
     packed = pack_samples(samples, T, len(samples), self.pad_id)
-    lp = _sequence_lp(
+    lp = _state_logprobs(
       self.graphdef,
       self.state,
       packed["tokens"],
@@ -376,17 +494,3 @@ class Learner:
       lp[i, len(s.prompt) : len(s.prompt) + len(s.response)]
       for i, s in enumerate(samples)
     ]
-
-
-@functools.partial(jax.jit, static_argnums=(0, 4))
-def _sequence_lp(graphdef, state, tokens, mask, chunk):
-  model = nnx.merge(graphdef, state)
-  hidden, _ = model.hidden_states(tokens, mask)
-  lp = token_logprobs(
-    hidden[:, :-1],
-    model.lm_head_matrix(),
-    tokens[:, 1:],
-    chunk_size=chunk,
-    dtype=model.dtype,
-  )
-  return jnp.pad(lp, ((0, 0), (1, 0)))

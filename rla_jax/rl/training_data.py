@@ -18,7 +18,9 @@ import dataclasses
 
 import numpy as np
 
+from rla_jax.config_fields import from_section
 from rla_jax.rl.advantages import (
+  LONE_STEP_MODES,
   accuracy_in_band,
   consistency_feedback_rewards,
   policy_sample_keep_mask,
@@ -28,15 +30,53 @@ from rla_jax.rl.advantages import (
 from rla_jax.rl.rewards import integrated_step_rewards, outcome_from_success
 from rla_jax.rl.trainer import Sample
 
+# Keys of config.reward read by the loop's judge and RM training, not by
+# RewardConfig.
+REWARD_LOOP_KEYS = (
+  "m",
+  "train_rm",
+  "judge_sampling",
+  "max_new_tokens",
+  "judge_batch",
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class RewardConfig:
-  lam: float = 1.0  # weight of the step-wise judge signal in R
-  use_judge_signal: bool = True  # False: outcome-only (R = O)
+  """How one task's rollouts and judgements become advantages.
+
+  lam: weight of the step-wise judge signal in R; use_judge_signal False
+  gives outcome-only R = O; policy_band / rm_band: the (low, high) task
+  accuracies whose policy / reward-model samples are trained on;
+  lone_step: advantage at a step index only one rollout reached ("raw": R,
+  "zero": 0; `standardize_by_step_index`); drop_zero_advantage: drop policy
+  samples with A == 0.
+  """
+
+  lam: float = 1.0
+  use_judge_signal: bool = True
   policy_band: tuple[float, float] = (0.125, 0.875)
   rm_band: tuple[float, float] = (0.2, 0.8)
   lone_step: str = "raw"
   drop_zero_advantage: bool = True
+
+  @classmethod
+  def from_config(
+    cls, section, *, where: str = "config.reward"
+  ) -> RewardConfig:
+    """Every field from the key of its name in `section` (config.reward);
+    the loop's own keys (REWARD_LOOP_KEYS) are accepted and skipped.
+
+    Raises:
+      ValueError: naming the key (`where`.<key>) of a missing field, an
+        unknown key, a value of the wrong type or an unknown lone_step.
+    """
+    cfg = from_section(cls, section, where=where, other_keys=REWARD_LOOP_KEYS)
+    if cfg.lone_step not in LONE_STEP_MODES:
+      raise ValueError(
+        f"{where}.lone_step: {cfg.lone_step!r} is not one of {LONE_STEP_MODES}"
+      )
+    return cfg
 
 
 def task_samples(

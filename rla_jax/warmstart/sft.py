@@ -7,12 +7,13 @@ negative log-likelihood
     L = sum_{b,t} w_{b,t} * -log p(x_{b,t} | x_{b,<t}) / sum_{b,t} w_{b,t},
 
 with w = the sample's response weight (default 1) on response tokens and
-w = prompt_weight on prompt tokens after
-the first (prompt_weight = 0: plain response-only SFT; > 0 adds a language
-modelling term on the prompt, which gives a tiny model many more training
-tokens per forward pass). Log-probs come from `token_logprobs` (chunked, no
-[B, T, V] tensor). One jitted AdamW step per batch; the sequence length is
-rounded up to a multiple of `length_multiple` so few shapes are compiled.
+w = prompt_weight on prompt tokens after the first (prompt_weight = 0: plain
+response-only SFT; > 0 adds a language modelling term on the prompt, which
+gives a tiny model many more training tokens per forward pass). Rows are
+packed and log-probs computed as in RL training (`pack_rows`,
+`sequence_logprobs`: chunked, no [B, T, V] tensor). One jitted AdamW step
+per batch; the sequence length is rounded up to a multiple of
+`length_multiple` so few shapes are compiled.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ import numpy as np
 import optax
 from flax import nnx
 
-from rla_jax.models.logprobs import token_logprobs
 from rla_jax.models.qwen import Qwen
+from rla_jax.rl.trainer import pack_rows, sequence_logprobs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +55,8 @@ class SFTConfig:
 def pack_sft_batch(
   samples: Sequence[tuple], num_rows: int, length_multiple: int, pad_id: int
 ) -> dict[str, np.ndarray]:
-  """[num_rows, T] tokens / mask / response_weight, T = longest rounded up.
+  """[num_rows, T] tokens / mask / response_weight, T = longest rounded up
+  to a multiple of length_multiple (`pack_rows`, the RL packer).
 
   A sample is (prompt ids, response ids) or (prompt ids, response ids,
   weights) with one weight per response token (default all 1). Rows beyond
@@ -62,24 +64,19 @@ def pack_sft_batch(
   """
   longest = max(len(s[0]) + len(s[1]) for s in samples)
   T = -(-longest // length_multiple) * length_multiple
-  tokens = np.full((num_rows, T), pad_id, np.int32)
-  mask = np.zeros((num_rows, T), np.int32)
-  weight = np.zeros((num_rows, T), np.float32)
-  for i, s in enumerate(samples):
-    p, r = list(s[0]), list(s[1])
-    w = (
-      np.ones(len(r), np.float32)
-      if len(s) < 3
-      else np.asarray(s[2], np.float32)
-    )
-    if len(w) != len(r):
-      raise ValueError(
-        f"sample {i}: {len(w)} weights for {len(r)} response tokens"
-      )
-    tokens[i, : len(p) + len(r)] = p + r
-    mask[i, : len(p) + len(r)] = 1
-    weight[i, len(p) : len(p) + len(r)] = w
-  return {"tokens": tokens, "mask": mask, "response_weight": weight}
+  rows = pack_rows(
+    [(s[0], s[1]) for s in samples],
+    [np.ones(len(s[1]), np.float32) if len(s) < 3 else s[2] for s in samples],
+    T,
+    num_rows,
+    pad_id,
+    values_name="weights",
+  )
+  return {
+    "tokens": rows["tokens"],
+    "mask": rows["mask"],
+    "response_weight": rows["response_values"],
+  }
 
 
 def weighted_nll(model: Qwen, batch: dict, prompt_weight: float, chunk: int):
@@ -88,14 +85,7 @@ def weighted_nll(model: Qwen, batch: dict, prompt_weight: float, chunk: int):
   batch: tokens, mask, response_weight [B, T]. Position t's target is token t;
   position 0 has no prediction. "Response" tokens are those with weight > 0.
   """
-  hidden, _ = model.hidden_states(batch["tokens"], batch["mask"])
-  lp = token_logprobs(
-    hidden[:, :-1],
-    model.lm_head_matrix(),
-    batch["tokens"][:, 1:],
-    chunk_size=chunk,
-    dtype=model.dtype,
-  )  # [B, T-1]
+  lp = sequence_logprobs(model, batch["tokens"], batch["mask"], chunk)[:, 1:]
   real = batch["mask"][:, 1:].astype(jnp.float32)
   rw = batch["response_weight"][:, 1:]
   resp = (rw > 0).astype(jnp.float32)
@@ -202,8 +192,8 @@ def train_sft(
   name: str = "sft",
   log_every: int = 50,
 ) -> tuple[Qwen, list[dict]]:
-  """Runs cfg.steps AdamW steps on `samples`;
-  returns (trained model, per-step metrics)."""
+  """Runs cfg.steps AdamW steps on `samples`; returns (trained model,
+  per-step metrics)."""
   if not samples:
     raise ValueError(f"{name}: no training samples")
   tx = optax.chain(
