@@ -32,12 +32,12 @@ from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.alfworld_rollout import (
   Episode,
   SamplingParams,
-  _seed,
   judge_episodes,
   rollout_episodes,
 )
 from rla_jax.rl.env_model import LLMEnvModel, RuleBasedEnvModel, build_feedback
 from rla_jax.rl.loop_common import LoopBase, current_groups
+from rla_jax.rl.seeds import derive_seed
 from rla_jax.rl.training_data import RewardConfig, task_samples
 
 
@@ -265,7 +265,7 @@ class AlfworldLoop(LoopBase):
       games += [self.registry[tid]] * N
       ids += [tid] * N
     episodes = self._rollouts(
-      games, ids, _seed(c.seed, step, 1), self._sampling(c.rollout), t
+      games, ids, derive_seed(c.seed, step, 1), self._sampling(c.rollout), t
     )
     rows = {i: list(range(i * N, (i + 1) * N)) for i in range(len(groups))}
     acc = {i: float(np.mean([episodes[r].won for r in rows[i]])) for i in rows}
@@ -291,7 +291,7 @@ class AlfworldLoop(LoopBase):
       for _ in range(N)
     ]
     judged = (
-      self._judge(episodes, _seed(c.seed, step, 2), include=used)
+      self._judge(episodes, derive_seed(c.seed, step, 2), include=used)
       if need_judge
       else None
     )
@@ -404,7 +404,7 @@ class AlfworldLoop(LoopBase):
     return self._rollouts(
       games,
       [g.game_id for g in games],
-      _seed(c.eval.seed, 10 + i),
+      derive_seed(c.eval.seed, 10 + i),
       self._sampling(c.eval),
       timings,
       max_steps=c.eval.max_steps,
@@ -441,7 +441,7 @@ class AlfworldLoop(LoopBase):
       if name == "out_of_distribution" and self.rm_reference is None:
         self.rm_reference = eps[: c.eval.num_rm_episodes]
     refs = self.rm_reference
-    judged = self._judge(refs, _seed(c.eval.seed, 20))
+    judged = self._judge(refs, derive_seed(c.eval.seed, 20))
     labels = evaluation.process_labels(refs)
     out["eval/rm_process_accuracy"] = evaluation.rm_process_accuracy(
       judged.scores, judged.mask, labels

@@ -41,8 +41,8 @@ from rla_jax.envs.coding import (
 )
 from rla_jax.rl import agent_text
 from rla_jax.rl.adaptation import TaskPool
-from rla_jax.rl.alfworld_rollout import _seed
 from rla_jax.rl.loop_common import LoopBase, current_groups
+from rla_jax.rl.seeds import derive_seed
 from rla_jax.rl.trainer import Sample
 
 
@@ -106,7 +106,7 @@ class CodingLoop(LoopBase):
       for t in tasks
     ]
     out, texts = _sample_texts(
-      self, self.policy_sampler, p_ids, _seed(seed, 1), policy_section, P
+      self, self.policy_sampler, p_ids, derive_seed(seed, 1), policy_section, P
     )
     progs = [
       [extract_code(texts[i * P + j]) for j in range(P)]
@@ -132,7 +132,7 @@ class CodingLoop(LoopBase):
         self,
         self.reward_sampler,
         u_ids,
-        _seed(seed, 2),
+        derive_seed(seed, 2),
         c.reward.test_sampling,
         U,
       )
@@ -173,7 +173,7 @@ class CodingLoop(LoopBase):
     tasks = [self.registry[tid] for _, _, tid in groups]
     t0 = time.perf_counter()
     progs, tests, policy_rec, rm_rec = self._generate(
-      tasks, _seed(c.seed, step), c.rollout
+      tasks, derive_seed(c.seed, step), c.rollout
     )
     t["sampling"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -269,7 +269,7 @@ class CodingLoop(LoopBase):
     c = self.config
     if c.adaptation.env_model != "llm":
       return propose_variant(
-        task, direction, random.Random(_seed(c.seed, step, 3, i))
+        task, direction, random.Random(derive_seed(c.seed, step, 3, i))
       )
     gt, gen, valid = result
     root = self.registry.get(task.root_id, task)
@@ -291,7 +291,7 @@ class CodingLoop(LoopBase):
         self,
         self.reward_sampler,
         [ids],
-        _seed(c.seed, step, 4, i, attempt),
+        derive_seed(c.seed, step, 4, i, attempt),
         c.reward.test_sampling,
       )
       variant = parse_task_proposal(texts[0], task)
@@ -303,7 +303,7 @@ class CodingLoop(LoopBase):
   def evaluate(self, step: int) -> dict:
     c = self.config
     progs, tests, _, _ = self._generate(
-      self.eval_tasks, _seed(c.eval.seed, step), c.eval
+      self.eval_tasks, derive_seed(c.eval.seed, step), c.eval
     )
     res = [
       self._execute(t, progs[i], tests[i])
