@@ -30,10 +30,37 @@ def test_adaptation_direction(acc, expected):
 
 
 def test_adaptation_direction_custom_thresholds_and_errors():
-  assert adaptation_direction(0.6, high=0.6, low=0.4) == "harder"
-  assert adaptation_direction(0.5, high=0.6, low=0.4) is None
+  assert adaptation_direction(0.6, low=0.4, high=0.6) == "harder"
+  assert adaptation_direction(0.5, low=0.4, high=0.6) is None
   with pytest.raises(ValueError):
-    adaptation_direction(0.5, high=0.2, low=0.8)
+    adaptation_direction(0.5, low=0.8, high=0.2)
+
+
+def test_adaptation_direction_strict_low_is_the_coding_rule():
+  # AlfWorld: acc <= low -> easier; coding (low_inclusive=False): acc < low
+  assert adaptation_direction(0.2, low=0.2, high=0.8) == "easier"
+  assert (
+    adaptation_direction(0.2, low=0.2, high=0.8, low_inclusive=False) is None
+  )
+  assert (
+    adaptation_direction(0.19, low=0.2, high=0.8, low_inclusive=False)
+    == "easier"
+  )
+  assert (
+    adaptation_direction(0.8, low=0.2, high=0.8, low_inclusive=False)
+    == "harder"
+  )
+  pool = TaskPool(["g0", "g1", "g2"], low=0.2, high=0.8)
+  accs = {"0": 0.2, "1": 0.0, "2": 0.8}
+  assert pool.proposal_directions(accs) == {
+    "0": "easier",
+    "1": "easier",
+    "2": "harder",
+  }
+  assert pool.proposal_directions(accs, low_inclusive=False) == {
+    "1": "easier",
+    "2": "harder",
+  }
 
 
 @pytest.mark.parametrize(
