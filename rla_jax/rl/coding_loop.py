@@ -29,7 +29,6 @@ from rla_jax.envs.coding import (
   coding_metrics,
   extract_code,
   gt_code_mask,
-  in_training_band,
   offline_train_eval_split,
   parse_generated_test,
   parse_task_proposal,
@@ -41,6 +40,7 @@ from rla_jax.envs.coding import (
 )
 from rla_jax.rl import agent_text
 from rla_jax.rl.adaptation import TaskPool
+from rla_jax.rl.advantages import accuracy_in_band
 from rla_jax.rl.loop_common import LoopBase, current_groups
 from rla_jax.rl.seeds import derive_seed
 from rla_jax.rl.trainer import Sample
@@ -191,7 +191,7 @@ class CodingLoop(LoopBase):
       if kind == "candidate" and not outcome.get(slot):
         self.registry.pop(tid, None)
         continue
-      if not in_training_band(acc[i], *c.reward.policy_band):
+      if not accuracy_in_band(acc[i], *c.reward.policy_band):
         continue
       gt, gen, valid = results[i]
       for (ids, toks, lp), r in zip(policy_rec[i], code_rewards(gt)):

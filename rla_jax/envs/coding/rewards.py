@@ -73,13 +73,6 @@ def accuracy(gt_pass) -> float:
   return float(mask.mean()) if mask.size else 0.0
 
 
-def in_training_band(
-  acc: float, low: float = ACC_LOW, high: float = ACC_HIGH
-) -> bool:
-  """Reference filter: a task's samples train only if low <= acc <= high."""
-  return low <= acc <= high
-
-
 def filter_by_accuracy_band(
   accs: Sequence[float], low: float = ACC_LOW, high: float = ACC_HIGH
 ) -> np.ndarray:
