@@ -211,22 +211,27 @@ def test_to_dict_is_a_copy_and_from_dict_validates():
 
 
 def test_current_groups_prefers_accepted_candidates():
-  from rla_jax.rl.loop_common import current_groups
+  from rla_jax.rl.phases import Resolution, TaskGroup, current_groups
 
   groups = [
-    ("active", "0", "a"),
-    ("active", "1", "b"),
-    ("active", "2", "c"),
-    ("candidate", "0", "a2"),
-    ("candidate", "2", "c2"),
+    TaskGroup("active", "0", "a"),
+    TaskGroup("active", "1", "b"),
+    TaskGroup("active", "2", "c"),
+    TaskGroup("candidate", "0", "a2"),
+    TaskGroup("candidate", "2", "c2"),
   ]
   # slot 0's candidate accepted, slot 2's rejected, slot 1 had none
-  assert current_groups(groups, {"0": True, "2": False}) == {
+  resolution = Resolution({"0": 0.5, "2": 0.0}, {"0": True, "2": False})
+  assert current_groups(groups, resolution) == {
     "0": 3,
     "1": 1,
     "2": 2,
   }
-  assert current_groups(groups, {}) == {"0": 0, "1": 1, "2": 2}
+  assert current_groups(groups, Resolution({}, {})) == {
+    "0": 0,
+    "1": 1,
+    "2": 2,
+  }
 
 
 def test_sample_active_draws_distinct_free_slots_in_slot_order():
