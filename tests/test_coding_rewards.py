@@ -30,6 +30,14 @@ def test_code_rewards_all_equal_groups_give_zero():
   ]  # none correct
 
 
+def test_code_rewards_equal_pass_fractions_give_zero_despite_rounding():
+  # 10 programs each passing 1 of 3 tests: the float std of ten 1/3 is
+  # ~5.6e-17, not 0; every program must still get advantage 0 (not -1).
+  gt = [[T, F, F]] * 10
+  assert 0 < R.pass_fraction(gt).std() < 1e-15
+  assert R.code_rewards(gt).tolist() == [0.0] * 10
+
+
 def test_code_rewards_rejects_missing_tests():
   with pytest.raises(ValueError, match="T == 0"):
     R.code_rewards(np.zeros((3, 0), bool))
