@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from rla_jax.envs.coding import rewards as R
+from rla_jax.rl.advantages import accuracy_in_band
 
 T, F = True, False
 
@@ -31,6 +32,14 @@ def test_code_rewards_all_equal_groups_give_zero():
   ]  # none correct
 
 
+def test_code_rewards_equal_pass_fractions_give_zero_despite_rounding():
+  # 10 programs each passing 1 of 3 tests: the float std of ten 1/3 is
+  # ~5.6e-17, not 0; every program must still get advantage 0 (not -1).
+  gt = [[T, F, F]] * 10
+  assert 0 < R.pass_fraction(gt).std() < 1e-15
+  assert R.code_rewards(gt).tolist() == [0.0] * 10
+
+
 def test_code_rewards_rejects_missing_tests():
   with pytest.raises(ValueError, match="T == 0"):
     R.code_rewards(np.zeros((3, 0), bool))
@@ -42,12 +51,9 @@ def test_accuracy_and_band():
   gt = [[T, T], [T, F], [F, F], [T, T], [T, T]]
   assert R.gt_code_mask(gt).tolist() == [T, F, F, T, T]
   assert R.accuracy(gt) == pytest.approx(3 / 5)
-  assert (
-    R.in_training_band(0.2)
-    and R.in_training_band(0.8)
-    and R.in_training_band(0.5)
-  )
-  assert not R.in_training_band(0.19) and not R.in_training_band(0.81)
+  # the coding band [ACC_LOW, ACC_HIGH] = [0.2, 0.8], both bounds inclusive
+  for acc, inside in ((0.2, T), (0.8, T), (0.5, T), (0.19, F), (0.81, F)):
+    assert accuracy_in_band(acc, R.ACC_LOW, R.ACC_HIGH) is inside
   assert R.filter_by_accuracy_band([0.0, 0.2, 0.5, 0.8, 1.0]).tolist() == [
     F,
     T,

@@ -31,10 +31,37 @@ def test_adaptation_direction(acc, expected):
 
 
 def test_adaptation_direction_custom_thresholds_and_errors():
-  assert adaptation_direction(0.6, high=0.6, low=0.4) == "harder"
-  assert adaptation_direction(0.5, high=0.6, low=0.4) is None
+  assert adaptation_direction(0.6, low=0.4, high=0.6) == "harder"
+  assert adaptation_direction(0.5, low=0.4, high=0.6) is None
   with pytest.raises(ValueError):
-    adaptation_direction(0.5, high=0.2, low=0.8)
+    adaptation_direction(0.5, low=0.8, high=0.2)
+
+
+def test_adaptation_direction_strict_low_is_the_coding_rule():
+  # AlfWorld: acc <= low -> easier; coding (low_inclusive=False): acc < low
+  assert adaptation_direction(0.2, low=0.2, high=0.8) == "easier"
+  assert (
+    adaptation_direction(0.2, low=0.2, high=0.8, low_inclusive=False) is None
+  )
+  assert (
+    adaptation_direction(0.19, low=0.2, high=0.8, low_inclusive=False)
+    == "easier"
+  )
+  assert (
+    adaptation_direction(0.8, low=0.2, high=0.8, low_inclusive=False)
+    == "harder"
+  )
+  pool = TaskPool(["g0", "g1", "g2"], low=0.2, high=0.8)
+  accs = {"0": 0.2, "1": 0.0, "2": 0.8}
+  assert pool.proposal_directions(accs) == {
+    "0": "easier",
+    "1": "easier",
+    "2": "harder",
+  }
+  assert pool.proposal_directions(accs, low_inclusive=False) == {
+    "1": "easier",
+    "2": "harder",
+  }
 
 
 @pytest.mark.parametrize(
@@ -185,22 +212,27 @@ def test_to_dict_is_a_copy_and_from_dict_validates():
 
 
 def test_current_groups_prefers_accepted_candidates():
-  from rla_jax.rl.loop_common import current_groups
+  from rla_jax.rl.phases import Resolution, TaskGroup, current_groups
 
   groups = [
-    ("active", "0", "a"),
-    ("active", "1", "b"),
-    ("active", "2", "c"),
-    ("candidate", "0", "a2"),
-    ("candidate", "2", "c2"),
+    TaskGroup("active", "0", "a"),
+    TaskGroup("active", "1", "b"),
+    TaskGroup("active", "2", "c"),
+    TaskGroup("candidate", "0", "a2"),
+    TaskGroup("candidate", "2", "c2"),
   ]
   # slot 0's candidate accepted, slot 2's rejected, slot 1 had none
-  assert current_groups(groups, {"0": True, "2": False}) == {
+  resolution = Resolution({"0": 0.5, "2": 0.0}, {"0": True, "2": False})
+  assert current_groups(groups, resolution) == {
     "0": 3,
     "1": 1,
     "2": 2,
   }
-  assert current_groups(groups, {}) == {"0": 0, "1": 1, "2": 2}
+  assert current_groups(groups, Resolution({}, {})) == {
+    "0": 0,
+    "1": 1,
+    "2": 2,
+  }
 
 
 def test_sample_active_draws_distinct_free_slots_in_slot_order():

@@ -101,6 +101,16 @@ def test_group_zscore():
   np.testing.assert_array_equal(group_zscore([7.0]), [0.0])
   batched = group_zscore([[1.0, 0.0], [2.0, 2.0]])
   np.testing.assert_allclose(batched, [[1, -1], [0, 0]])
+  assert group_zscore(np.zeros((2, 0))).shape == (2, 0)
+
+
+@pytest.mark.parametrize("value, n", [(0.1, 3), (0.7, 6), (1 / 3, 10)])
+def test_group_zscore_constant_group_with_rounding_std_is_zero(value, n):
+  # The float std of these constant groups is a rounding residue, not 0: a
+  # `std == 0` test would divide by it and give every sample |A| = 1.
+  x = np.full(n, value)
+  assert 0 < x.std() < 1e-15
+  np.testing.assert_array_equal(group_zscore(x), np.zeros(n))
 
 
 @pytest.mark.parametrize(

@@ -30,13 +30,17 @@ POOL_FORMAT_VERSION = 1
 
 
 def adaptation_direction(
-  acc: float, high: float = 0.8, low: float = 0.2
+  acc: float,
+  low: float = 0.2,
+  high: float = 0.8,
+  *,
+  low_inclusive: bool = True,
 ) -> str | None:
   """Direction to perturb a task with accuracy ``acc``.
 
-  "harder" if acc >= high; "easier" if acc <= low; else None (task is in band).
-  (AlfWorld uses these non-strict bounds; the coding reference uses a
-  strict < low.)
+  "harder" if acc >= high; "easier" if acc <= low (low_inclusive, the
+  AlfWorld reference) or acc < low (not low_inclusive, the coding
+  reference); else None (task is in band).
   """
   if not low < high:
     raise ValueError(
@@ -44,7 +48,7 @@ def adaptation_direction(
     )
   if acc >= high:
     return "harder"
-  if acc <= low:
+  if acc < low or (low_inclusive and acc == low):
     return "easier"
   return None
 
@@ -166,18 +170,23 @@ class TaskPool:
     return self._slot(slot)["root_id"]
 
   def proposal_directions(
-    self, active_accuracies: Mapping[str, float]
+    self, active_accuracies: Mapping[str, float], *, low_inclusive: bool = True
   ) -> dict[str, str]:
     """{slot: direction} for slots that should get a new candidate now.
 
     A slot qualifies if its active-task accuracy gives a direction
-    (``adaptation_direction``) and it has no pending candidate.
+    (``adaptation_direction`` with the pool's low and high, and
+    ``low_inclusive``: whether acc == low counts as too hard) and it has no
+    pending candidate.
     """
     out = {}
     for slot, acc in active_accuracies.items():
       self._slot(slot)
       direction = adaptation_direction(
-        _check_acc(acc, f"accuracy of slot {slot!r}"), self.high, self.low
+        _check_acc(acc, f"accuracy of slot {slot!r}"),
+        low=self.low,
+        high=self.high,
+        low_inclusive=low_inclusive,
       )
       if direction is not None and slot not in self.pending:
         out[slot] = direction
@@ -232,7 +241,11 @@ class TaskPool:
       acc = float(candidate_accuracies[slot])
       rec = self.pending.pop(slot)
       ok = accept_candidate(
-        rec["parent_acc"], acc, rec["direction"], self.low, self.high
+        rec["parent_acc"],
+        acc,
+        rec["direction"],
+        low=self.low,
+        high=self.high,
       )
       event = {
         "event": "accept" if ok else "reject",

@@ -92,12 +92,14 @@ def group_zscore(rewards, eps: float = 1e-8) -> np.ndarray:
   """GRPO group z-score (coding policy, reference sec. 3.1 / 5).
 
   A[g] = (r[g] - mean(r)) / std(r) with the population std over the last axis
-  [..., G]; all zeros where std <= eps (e.g. every sample got the same reward).
+  [..., G]; all zeros where std <= eps (e.g. every sample got the same reward,
+  whose float std may be a rounding residue such as 1e-17, not 0). G = 0
+  gives an empty result.
   """
   r = np.asarray(rewards, dtype=np.float64)
-  if r.ndim < 1 or r.shape[-1] < 1:
+  if r.ndim < 1:
     raise ValueError(
-      f"group_zscore: rewards must have shape [..., G>=1], got {r.shape}"
+      f"group_zscore: rewards must have shape [..., G], got {r.shape}"
     )
   z, _, _ = _masked_zscore(r, np.ones(r.shape, dtype=bool), axis=-1, eps=eps)
   return z

@@ -1,22 +1,28 @@
 """The RLAnything closed loop on ALFWorld.
 
-One RL step (all randomness derived from (seed, step)):
-  1. Roll out num_tasks slots, drawn from those with no pending candidate,
-     and every pending candidate N times with the policy (one sampler call
-     per turn for all agents).
-  2. Sample m judgements of every step with the reward model.
-  3. Resolve candidates: accepted ones replace their parent task and their
-     rollouts train this step; rejected ones are dropped (acceptance rule).
-  4. Build policy samples (integrated reward, step-index standardisation,
+One RL step (`run_step`; all randomness derived from (seed, step)), its
+phases in the order the code runs them (`rla_jax.rl.phases`):
+  1. Draw tasks: env.num_tasks slots drawn from those with no pending
+     candidate, and every pending candidate.
+  2. Roll out every group env.rollouts_per_task times with the policy (one
+     sampler call per turn for all agents).
+  3. Resolve candidates (acceptance rule: it needs only their accuracy):
+     accepted ones replace their parent task and their rollouts train this
+     step; rejected ones are deleted.
+  4. Judge: m judgements of every step of the episodes used (active tasks
+     and accepted candidates) with the reward model.
+  5. Build policy samples (integrated reward, step-index standardisation,
      accuracy band) and reward-model samples (consistency feedback).
-  5. Update the policy and the reward model (partitioned PPO-clip steps).
-  6. Propose harder/easier variants for tasks outside the band, from critic
-     feedback, with the configured environment model.
-  7. Evaluate every `eval.every` steps; log; checkpoint.
+  6. Train the policy and the reward model (partitioned PPO-clip steps).
+  7. Adapt: propose harder/easier variants for tasks outside the band, from
+     critic feedback, with the configured environment model.
+  8. Step metrics. The driver (`LoopBase.run`) then evaluates every
+     `eval.every` steps, logs and checkpoints.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
@@ -32,14 +38,39 @@ from rla_jax.rl import evaluation
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.alfworld_rollout import (
   Episode,
+  Judgements,
   SamplingParams,
-  _seed,
   judge_episodes,
   rollout_episodes,
 )
 from rla_jax.rl.env_model import LLMEnvModel, RuleBasedEnvModel, build_feedback
-from rla_jax.rl.loop_common import LoopBase, current_groups
+from rla_jax.rl.loop_common import LoopBase
+from rla_jax.rl.phases import (
+  Resolution,
+  StepRollouts,
+  StepSamples,
+  adapt_tasks,
+  adaptation_metrics,
+  draw_task_groups,
+  group_rows,
+  resolve_candidates,
+  timed,
+  timing_metrics,
+)
+from rla_jax.rl.seeds import derive_seed
 from rla_jax.rl.training_data import RewardConfig, task_samples
+
+
+@dataclasses.dataclass(frozen=True)
+class StepJudgements:
+  """Phase 4's record: the judgements of the step's episodes (None when
+  nothing reads them) and what the rewards read: scores [E, K, m] in
+  {+1, -1, 0} (all 0, m = 1, when not judged) and mask [E, K] of real
+  steps, for E episodes padded to K steps."""
+
+  judgements: Judgements | None
+  scores: np.ndarray
+  mask: np.ndarray
 
 
 def parse_task_types(value: str) -> tuple[str, ...] | None:
@@ -242,146 +273,162 @@ class AlfworldLoop(LoopBase):
 
   # --------------------------------------------------------- one step
   def run_step(self, step: int) -> dict:
-    c = self.config
-    N = c.env.rollouts_per_task
-    t = {}
+    """One RL step, its phases in the order they run (module docstring):
+    draw tasks, roll out, resolve candidates, judge, build samples, train,
+    adapt, step metrics. All randomness comes from (seed, step)."""
+    c, t = self.config, {}  # t: {phase: wall seconds}
     self._ensure_rm_reference(t)
-    # 1. rollouts of num_tasks slots drawn from those with no pending
-    # candidate, and of every pending candidate
     drawn = self.pool.sample_active(
       c.env.num_tasks, np.random.default_rng([c.seed, step, 4])
     )
-    groups = [("active", slot, tid) for slot, tid in drawn]
-    groups += [
-      ("candidate", slot, cand["candidate_id"])
-      for slot, cand in self.pool.pending_candidates()
-    ]
-    games, ids = [], []
-    for _, _, tid in groups:
-      games += [self.registry[tid]] * N
-      ids += [tid] * N
-    episodes = self._rollouts(
-      games, ids, _seed(c.seed, step, 1), self._sampling(c.rollout), t
-    )
-    rows = {i: list(range(i * N, (i + 1) * N)) for i in range(len(groups))}
-    acc = {i: float(np.mean([episodes[r].won for r in rows[i]])) for i in rows}
-    # 2. resolve candidates (acceptance rule: it needs only their accuracy)
-    cand_acc = {
-      slot: acc[i]
-      for i, (kind, slot, _) in enumerate(groups)
-      if kind == "candidate"
-    }
-    outcome = dict(self.pool.resolve(cand_acc, step=step)) if cand_acc else {}
-    for i, (kind, slot, tid) in enumerate(groups):
-      if kind == "candidate" and not outcome.get(slot):
-        self.registry.pop(tid, None)  # rejected candidates are deleted
-    # 3. m judgements per step of the episodes that are used (active tasks
-    # and accepted candidates; a rejected candidate's episodes are not)
-    t0 = time.perf_counter()
-    need_judge = (
-      c.reward.use_judge_signal or c.reward.train_rm or c.adaptation.enabled
-    )
-    used = [
-      kind == "active" or bool(outcome.get(slot))
-      for kind, slot, _ in groups
-      for _ in range(N)
-    ]
-    judged = (
-      self._judge(episodes, _seed(c.seed, step, 2), include=used)
-      if need_judge
-      else None
-    )
-    t["rm_sampling"] = time.perf_counter() - t0
-    K = max(e.num_steps for e in episodes)
-    scores = judged.scores if judged else np.zeros((len(episodes), K, 1))
-    mask = (
-      judged.mask
-      if judged
-      else np.array([[k < e.num_steps for k in range(K)] for e in episodes])
-    )
-    # 4. training data (active tasks + accepted candidates)
-    policy_samples, rm_samples = [], []
-    n_policy_tasks = n_rm_tasks = 0
-    for i, (kind, slot, _) in enumerate(groups):
-      if kind == "candidate" and not outcome.get(slot):
-        continue
-      p, r, st = task_samples(
-        episodes,
-        scores,
-        mask,
-        judged,
-        rows[i],
-        self.reward_cfg,
-        train_rm=c.reward.train_rm,
-      )
-      policy_samples += p
-      rm_samples += r
-      n_policy_tasks += st["policy_in_band"]
-      n_rm_tasks += st["rm_in_band"]
-    # 5. updates
-    t0 = time.perf_counter()
-    metrics = {}
-    metrics.update(self.train("policy", policy_samples))
-    if c.reward.train_rm:
-      metrics.update(self.train("reward", rm_samples))
-    t["training"] = time.perf_counter() - t0
-    # 6. adaptation
-    t0 = time.perf_counter()
-    proposed = 0
-    # The group now holding each slot's active task: an accepted candidate
-    # replaces the task it was derived from.
-    current = current_groups(groups, outcome)
-    if c.adaptation.enabled:
-      active_acc = {slot: acc[i] for slot, i in current.items()}
-      directions = self.pool.proposal_directions(active_acc)
-      for slot, direction in directions.items():
-        i = current[slot]
-        feedback = build_feedback(
-          [episodes[r] for r in rows[i]], scores[rows[i]]
-        )
-        rng = np.random.default_rng([c.seed, step, 3, i])
-        variant = self.env_model.propose(
-          self.registry[groups[i][2]], direction, feedback, rng
-        )
-        if variant is not None and variant.game_id not in self.registry:
-          self.registry[variant.game_id] = variant
-          self.pool.propose(slot, variant.game_id, direction, active_acc[slot])
-          proposed += 1
-    t["adaptation"] = time.perf_counter() - t0
-    # metrics
-    active_rows = [
-      r for i, (k, _, _) in enumerate(groups) if k == "active" for r in rows[i]
-    ]
+    groups = draw_task_groups(drawn, self.pool)
+    episodes, rolled = self._roll_out(groups, step, t)
+    resolution = resolve_candidates(self.pool, self.registry, rolled, step)
+    judged = self._judge_used(episodes, rolled, resolution, step, t)
+    samples = self._build_samples(episodes, judged, rolled, resolution)
+    metrics = self.train_models(samples, t)
+    with timed(t, "adaptation"):
+      proposed = self._adapt(episodes, judged, rolled, resolution, step)
     metrics.update(
-      {
-        "train/rollout_accuracy": float(
-          np.mean([episodes[r].won for r in active_rows])
-        ),
-        "train/mean_episode_steps": float(
-          np.mean([episodes[r].num_steps for r in active_rows])
-        ),
-        "train/policy_samples": len(policy_samples),
-        "train/rm_samples": len(rm_samples),
-        "train/policy_tasks_in_band": n_policy_tasks,
-        "train/rm_tasks_in_band": n_rm_tasks,
-        "train/judge_positive_rate": float((scores[mask] > 0).mean())
-        if judged
-        else 0.0,
-        "train/judge_unparseable_rate": float((scores[mask] == 0).mean())
-        if judged
-        else 0.0,
-        "env/candidates_evaluated": len(cand_acc),
-        "env/accepted_this_step": sum(bool(v) for v in outcome.values()),
-        "env/accepted_total": self.pool.accepted_total,
-        "env/rejected_total": self.pool.rejected_total,
-        "env/proposed_this_step": proposed,
-      }
+      self._step_metrics(
+        episodes, judged, rolled, resolution, samples, proposed
+      )
     )
+    metrics.update(timing_metrics(t))
+    return metrics
+
+  def _roll_out(
+    self, groups, step: int, timings: dict
+  ) -> tuple[list[Episode], StepRollouts]:
+    """Phase 2: env.rollouts_per_task episodes of every group (one sampler
+    call per turn for all agents); episode rows of group i are contiguous."""
+    c = self.config
+    n = c.env.rollouts_per_task
+    games = [self.registry[g.task_id] for g in groups for _ in range(n)]
+    ids = [g.task_id for g in groups for _ in range(n)]
+    episodes = self._rollouts(
+      games,
+      ids,
+      derive_seed(c.seed, step, 1),
+      self._sampling(c.rollout),
+      timings,
+    )
+    rows = group_rows(len(groups), n)
+    accuracies = tuple(
+      float(np.mean([episodes[r].won for r in g])) for g in rows
+    )
+    return episodes, StepRollouts(tuple(groups), rows, accuracies)
+
+  def _judge_used(
+    self, episodes, rolled: StepRollouts, resolution: Resolution, step, timings
+  ) -> StepJudgements:
+    """Phase 4: reward.m judgements of every step of the episodes used
+    (active tasks and accepted candidates), if anything reads them; their
+    wall time is timings["rm_sampling"]."""
+    c = self.config
+    with timed(timings, "rm_sampling"):
+      need_judge = (
+        c.reward.use_judge_signal or c.reward.train_rm or c.adaptation.enabled
+      )
+      used = [
+        resolution.is_used(g)
+        for g, rows in zip(rolled.groups, rolled.rows, strict=True)
+        for _ in rows
+      ]
+      judged = (
+        self._judge(episodes, derive_seed(c.seed, step, 2), include=used)
+        if need_judge
+        else None
+      )
+    if judged is not None:
+      return StepJudgements(judged, judged.scores, judged.mask)
+    K = max(e.num_steps for e in episodes)
+    mask = np.array([[k < e.num_steps for k in range(K)] for e in episodes])
+    return StepJudgements(None, np.zeros((len(episodes), K, 1)), mask)
+
+  def _build_samples(
+    self, episodes, judged: StepJudgements, rolled, resolution
+  ) -> StepSamples:
+    """Phase 5: policy samples (integrated reward, step-index
+    standardisation, policy band) and reward-model samples (consistency
+    feedback, rm band) of every group used."""
+    samples = StepSamples()
+    for i in rolled.used_indices(resolution):
+      policy, reward, stats = task_samples(
+        episodes,
+        judged.scores,
+        judged.mask,
+        judged.judgements,
+        rolled.rows[i],
+        self.reward_cfg,
+        train_rm=self.config.reward.train_rm,
+      )
+      samples.policy += policy
+      samples.reward += reward
+      samples.policy_tasks_in_band += stats["policy_in_band"]
+      samples.rm_tasks_in_band += stats["rm_in_band"]
+    return samples
+
+  def _adapt(self, episodes, judged, rolled, resolution, step: int) -> int:
+    """Phase 7 (if adaptation.enabled): proposals for the slots outside the
+    band, by the AlfWorld reference's rule (acc <= low -> easier); returns
+    how many were proposed."""
+    if not self.config.adaptation.enabled:
+      return 0
+    return adapt_tasks(
+      self.pool,
+      self.registry,
+      rolled,
+      resolution,
+      lambda i, direction: self._propose(
+        episodes, judged, rolled, step, i, direction
+      ),
+      variant_id=lambda game: game.game_id,
+      low_inclusive=True,
+    )
+
+  def _propose(self, episodes, judged, rolled, step: int, i: int, direction):
+    """A variant of group i's game from its critic feedback, with the
+    configured environment model (rng stream (seed, step, 3, i))."""
+    c = self.config
+    rows = rolled.rows[i]
+    feedback = build_feedback([episodes[r] for r in rows], judged.scores[rows])
+    rng = np.random.default_rng([c.seed, step, 3, i])
+    game = self.registry[rolled.groups[i].task_id]
+    return self.env_model.propose(game, direction, feedback, rng)
+
+  def _step_metrics(
+    self, episodes, judged, rolled, resolution, samples, proposed: int
+  ) -> dict:
+    """Phase 8: rollout, sample, judge and task-pool metrics of the step."""
+    active_rows = [r for i in rolled.active_indices() for r in rolled.rows[i]]
+    scores, mask = judged.scores, judged.mask
+    is_judged = judged.judgements is not None
+    metrics = {
+      "train/rollout_accuracy": float(
+        np.mean([episodes[r].won for r in active_rows])
+      ),
+      "train/mean_episode_steps": float(
+        np.mean([episodes[r].num_steps for r in active_rows])
+      ),
+      "train/policy_samples": len(samples.policy),
+      "train/rm_samples": len(samples.reward),
+      "train/policy_tasks_in_band": samples.policy_tasks_in_band,
+      "train/rm_tasks_in_band": samples.rm_tasks_in_band,
+      "train/judge_positive_rate": float((scores[mask] > 0).mean())
+      if is_judged
+      else 0.0,
+      "train/judge_unparseable_rate": float((scores[mask] == 0).mean())
+      if is_judged
+      else 0.0,
+      "env/candidates_evaluated": len(resolution.evaluated),
+      "env/accepted_this_step": resolution.num_accepted,
+      **adaptation_metrics(self.pool, proposed),
+    }
     if self.pool.accepted_accuracies:
       metrics["env/accepted_task_accuracy"] = float(
         np.mean(self.pool.accepted_accuracies)
       )
-    metrics.update({f"time/{k}": v for k, v in t.items()})
     return metrics
 
   # --------------------------------------------------------- evaluation
@@ -400,7 +447,7 @@ class AlfworldLoop(LoopBase):
     return self._rollouts(
       games,
       [g.game_id for g in games],
-      _seed(c.eval.seed, 10 + i),
+      derive_seed(c.eval.seed, 10 + i),
       self._sampling(c.eval),
       timings,
       max_steps=c.eval.max_steps,
@@ -437,7 +484,7 @@ class AlfworldLoop(LoopBase):
       if name == "out_of_distribution" and self.rm_reference is None:
         self.rm_reference = eps[: c.eval.num_rm_episodes]
     refs = self.rm_reference
-    judged = self._judge(refs, _seed(c.eval.seed, 20))
+    judged = self._judge(refs, derive_seed(c.eval.seed, 20))
     labels = evaluation.process_labels(refs)
     out["eval/rm_process_accuracy"] = evaluation.rm_process_accuracy(
       judged.scores, judged.mask, labels

@@ -34,6 +34,7 @@ from rla_jax.envs.alfworld import Game, make_env
 from rla_jax.rl import agent_text
 from rla_jax.rl.parsing import parse_action_index, parse_boxed_score
 from rla_jax.rl.prompts import candidate_actions
+from rla_jax.rl.seeds import derive_seed
 from rla_jax.sampling.sampler import Sampler
 
 
@@ -78,16 +79,6 @@ class Judgements:
   response_ids: list[list[list[list[int]]]]
   logprobs: list[list[list[np.ndarray]]]
   response_texts: list[list[list[str]]]
-
-
-def _seed(*parts: int) -> int:
-  """A 31-bit seed mixed from integers (stable across runs)."""
-  return int(
-    np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts]).generate_state(
-      1
-    )[0]
-    >> 1
-  )
 
 
 def rollout_episodes(
@@ -185,7 +176,9 @@ def _play_own_games(
     if not rows:
       break
     out = sampler.generate(
-      [r for _, r in rows], seed=_seed(seed, turn), **dataclasses.asdict(params)
+      [r for _, r in rows],
+      seed=derive_seed(seed, turn),
+      **dataclasses.asdict(params),
     )
     position = {g: j for j, (g, _) in enumerate(rows)}
     commands: list[str | None] = [None] * len(games)
@@ -261,7 +254,7 @@ def judge_episodes(
     chunk = jobs[start : start + per_call]
     out = sampler.generate(
       [prompt_ids[n][k] for n, k in chunk],
-      seed=_seed(seed, start),
+      seed=derive_seed(seed, start),
       num_samples=m,
       **dataclasses.asdict(params),
     )

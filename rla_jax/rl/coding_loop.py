@@ -1,23 +1,33 @@
 """The RLAnything closed loop in the coding setting (reference section 5).
 
-Per RL step, for every active task and pending candidate:
-  * the policy writes P programs, the reward model (a unit-test generator)
-    writes U tests; every program runs in the sandbox against the
-    ground-truth tests and the generated tests;
-  * policy reward: fraction of ground-truth tests passed, z-scored within
-    the task; reward-model reward: the unit-test reward (a test accepting
-    all correct programs earns the number of incorrect programs it rejects,
-    otherwise minus the number it accepts), z-scored within the task; only
-    tasks with accuracy in the band train;
-  * harder/easier variants are proposed for tasks outside the band, by the
-    offline family's rule (`propose_variant`) or an LLM env model prompted
-    with per-test pass rates and generated tests (reference section 6.3).
+One RL step (`run_step`; all randomness derived from (seed, step)), its
+phases in the order the code runs them (`rla_jax.rl.phases`):
+  1. Draw tasks: every slot's active task and every pending candidate.
+  2. Roll out: for every group the policy writes P programs and the reward
+     model (a unit-test generator) writes U tests; every program runs in
+     the sandbox against the ground-truth tests and the generated tests.
+     A group's accuracy is its pass-all rate.
+  3. Resolve candidates (acceptance rule on their accuracy): accepted ones
+     replace their parent task and train this step; rejected ones are
+     deleted.
+  4. Build samples (no judge phase: the reward model's output is the
+     tests) of the groups used whose accuracy is inside the band: policy
+     reward, the fraction of ground-truth tests passed, z-scored within the
+     task; reward-model reward, the unit-test reward (a test accepting all
+     correct programs earns the number of incorrect programs it rejects,
+     otherwise minus the number it accepts), z-scored within the task.
+  5. Train the policy and the reward model.
+  6. Adapt: harder/easier variants for tasks outside the band (strict below:
+     acc < low -> easier, as the coding reference), by the offline family's
+     rule (`propose_variant`) or an LLM env model prompted with per-test
+     pass rates and generated tests (reference section 6.3).
+  7. Step metrics.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
-import time
 
 import numpy as np
 
@@ -29,7 +39,6 @@ from rla_jax.envs.coding import (
   coding_metrics,
   extract_code,
   gt_code_mask,
-  in_training_band,
   offline_train_eval_split,
   parse_generated_test,
   parse_task_proposal,
@@ -41,8 +50,20 @@ from rla_jax.envs.coding import (
 )
 from rla_jax.rl import agent_text
 from rla_jax.rl.adaptation import TaskPool
-from rla_jax.rl.alfworld_rollout import _seed
-from rla_jax.rl.loop_common import LoopBase, current_groups
+from rla_jax.rl.advantages import accuracy_in_band
+from rla_jax.rl.loop_common import LoopBase
+from rla_jax.rl.phases import (
+  StepRollouts,
+  StepSamples,
+  adapt_tasks,
+  adaptation_metrics,
+  draw_task_groups,
+  group_rows,
+  resolve_candidates,
+  timed,
+  timing_metrics,
+)
+from rla_jax.rl.seeds import derive_seed
 from rla_jax.rl.trainer import Sample
 
 
@@ -60,6 +81,44 @@ def _sample_texts(loop, sampler, prompt_ids, seed, section, num_samples=1):
     loop.tokenizer.decode(t, skip_special_tokens=True) for t in out.tokens
   ]
   return out, texts
+
+
+@dataclasses.dataclass(frozen=True)
+class Response:
+  """One sampled response: the prompt ids, the response token ids and
+  their behaviour log-probs [len(tokens)]."""
+
+  prompt_ids: list[int]
+  tokens: list[int]
+  logprobs: np.ndarray
+
+  def sample(self, advantage: float) -> Sample:
+    return Sample(self.prompt_ids, self.tokens, self.logprobs, advantage)
+
+
+@dataclasses.dataclass(frozen=True)
+class Execution:
+  """One task's sandbox results: gt_pass bool [P, T] (program p passes
+  ground-truth test t), gen_pass bool [P, U] (passes generated test u;
+  False for invalid tests) and valid_tests bool [U] (test u parsed)."""
+
+  gt_pass: np.ndarray
+  gen_pass: np.ndarray
+  valid_tests: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskRollout:
+  """One task's rollout: programs [P] (None: no code found), generated
+  tests [U] ((stdin, expected stdout), None: unparseable), the responses
+  they were parsed from ([P], and [U] or [] without tests) and their
+  execution."""
+
+  programs: list[str | None]
+  tests: list[tuple[str, str] | None]
+  program_responses: list[Response]
+  test_responses: list[Response]
+  execution: Execution
 
 
 class CodingLoop(LoopBase):
@@ -98,7 +157,7 @@ class CodingLoop(LoopBase):
 
   # ------------------------------------------------------------ rollouts
   def _generate(self, tasks, seed, policy_section, with_tests=True):
-    """Programs [n][P] and generated tests [n][U] with their samples."""
+    """Programs [n][P] and generated tests [n][U] with their responses."""
     c = self.config
     P, U = c.env.programs_per_task, c.env.tests_per_task
     p_ids = [
@@ -106,7 +165,7 @@ class CodingLoop(LoopBase):
       for t in tasks
     ]
     out, texts = _sample_texts(
-      self, self.policy_sampler, p_ids, _seed(seed, 1), policy_section, P
+      self, self.policy_sampler, p_ids, derive_seed(seed, 1), policy_section, P
     )
     progs = [
       [extract_code(texts[i * P + j]) for j in range(P)]
@@ -114,7 +173,7 @@ class CodingLoop(LoopBase):
     ]
     policy_rec = [
       [
-        (p_ids[i], out.tokens[i * P + j], out.logprobs[i * P + j])
+        Response(p_ids[i], out.tokens[i * P + j], out.logprobs[i * P + j])
         for j in range(P)
       ]
       for i in range(len(tasks))
@@ -132,7 +191,7 @@ class CodingLoop(LoopBase):
         self,
         self.reward_sampler,
         u_ids,
-        _seed(seed, 2),
+        derive_seed(seed, 2),
         c.reward.test_sampling,
         U,
       )
@@ -142,14 +201,14 @@ class CodingLoop(LoopBase):
       ]
       rm_rec = [
         [
-          (u_ids[i], out.tokens[i * U + j], out.logprobs[i * U + j])
+          Response(u_ids[i], out.tokens[i * U + j], out.logprobs[i * U + j])
           for j in range(U)
         ]
         for i in range(len(tasks))
       ]
     return progs, tests, policy_rec, rm_rec
 
-  def _execute(self, task, progs, tests):
+  def _execute(self, task, progs, tests) -> Execution:
     gt = self.executor.run(progs, list(task.tests), task.time_limit_s).passed
     valid = np.array([t is not None for t in tests], bool)
     gen_tests = [t if t is not None else ("", "") for t in tests]
@@ -159,130 +218,152 @@ class CodingLoop(LoopBase):
       else np.zeros((len(progs), 0), bool)
     )
     gen = gen & valid[None, :]
-    return gt, gen, valid
+    return Execution(gt, gen, valid)
+
+  def _play(
+    self, tasks, seed: int, section, timings: dict
+  ) -> list[TaskRollout]:
+    """Every task's programs and generated tests (wall time
+    timings["sampling"]), executed in the sandbox (timings["execution"])."""
+    with timed(timings, "sampling"):
+      progs, tests, policy_rec, rm_rec = self._generate(tasks, seed, section)
+    with timed(timings, "execution"):
+      executions = [
+        self._execute(task, progs[i], tests[i]) for i, task in enumerate(tasks)
+      ]
+    return [
+      TaskRollout(
+        programs=progs[i],
+        tests=tests[i],
+        program_responses=policy_rec[i],
+        test_responses=rm_rec[i],
+        execution=execution,
+      )
+      for i, execution in enumerate(executions)
+    ]
 
   # ------------------------------------------------------------ one step
   def run_step(self, step: int) -> dict:
-    c = self.config
-    t = {}
-    groups = [("active", slot, tid) for slot, tid in self.pool.active_tasks()]
-    groups += [
-      ("candidate", slot, cand["candidate_id"])
-      for slot, cand in self.pool.pending_candidates()
-    ]
-    tasks = [self.registry[tid] for _, _, tid in groups]
-    t0 = time.perf_counter()
-    progs, tests, policy_rec, rm_rec = self._generate(
-      tasks, _seed(c.seed, step), c.rollout
-    )
-    t["sampling"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    results = [
-      self._execute(task, progs[i], tests[i]) for i, task in enumerate(tasks)
-    ]
-    t["execution"] = time.perf_counter() - t0
-    acc = {i: accuracy(results[i][0]) for i in range(len(groups))}
-    cand_acc = {
-      slot: acc[i] for i, (k, slot, _) in enumerate(groups) if k == "candidate"
-    }
-    outcome = dict(self.pool.resolve(cand_acc, step=step)) if cand_acc else {}
-    policy_samples, rm_samples = [], []
-    for i, (kind, slot, tid) in enumerate(groups):
-      if kind == "candidate" and not outcome.get(slot):
-        self.registry.pop(tid, None)
-        continue
-      if not in_training_band(acc[i], *c.reward.policy_band):
-        continue
-      gt, gen, valid = results[i]
-      for (ids, toks, lp), r in zip(policy_rec[i], code_rewards(gt)):
-        if toks:
-          policy_samples.append(Sample(ids, toks, lp, float(r)))
-      if c.reward.train_rm and rm_rec[i] and gt_code_mask(gt).any():
-        for (ids, toks, lp), r in zip(
-          rm_rec[i], unit_test_rewards(gt_code_mask(gt), gen, valid)
-        ):
-          if toks and r != 0:
-            rm_samples.append(Sample(ids, toks, lp, float(r)))
-    t0 = time.perf_counter()
-    metrics = dict(self.train("policy", policy_samples))
-    if c.reward.train_rm:
-      metrics.update(self.train("reward", rm_samples))
-    t["training"] = time.perf_counter() - t0
-    proposed = 0
-    # The group now holding each slot's active task (an accepted candidate
-    # replaces the task it was derived from).
-    current = current_groups(groups, outcome)
-    if c.adaptation.enabled:
-      for slot, i in current.items():
-        if slot in self.pool.pending:
-          continue
-        # The reference's coding rule is strict below: acc < low -> easier.
-        direction = (
-          "harder"
-          if acc[i] >= c.adaptation.high
-          else "easier"
-          if acc[i] < c.adaptation.low
-          else None
-        )
-        if direction is None:
-          continue
-        variant = self._propose(
-          self.registry[groups[i][2]],
-          direction,
-          acc[i],
-          results[i],
-          tests[i],
-          step,
-          i,
-        )
-        if variant is not None and variant.task_id not in self.registry:
-          self.registry[variant.task_id] = variant
-          self.pool.propose(slot, variant.task_id, direction, acc[i])
-          proposed += 1
-    active = [i for i, g in enumerate(groups) if g[0] == "active"]
-    m = coding_metrics(
-      [results[i][0] for i in active],
-      [results[i][1] for i in active],
-      [results[i][2] for i in active],
-    )
-    metrics.update({f"train/{k}": v for k, v in m.items()})
-    metrics.update(
-      {
-        "train/rollout_accuracy": float(np.mean([acc[i] for i in active])),
-        "train/policy_samples": len(policy_samples),
-        "train/rm_samples": len(rm_samples),
-        "train/valid_program_rate": float(
-          np.mean([p is not None for i in active for p in progs[i]])
-        ),
-        "train/valid_test_rate": float(
-          np.mean([u is not None for i in active for u in tests[i]] or [0.0])
-        ),
-        "env/accepted_total": self.pool.accepted_total,
-        "env/rejected_total": self.pool.rejected_total,
-        "env/proposed_this_step": proposed,
-      }
-    )
-    metrics.update({f"time/{k}": v for k, v in t.items()})
+    """One RL step, its phases in the order they run (module docstring):
+    draw tasks, roll out, resolve candidates, build samples, train, adapt,
+    step metrics (no judge phase: the reward model writes tests, run in
+    the roll-out). All randomness comes from (seed, step)."""
+    t = {}  # {phase: wall seconds}
+    groups = draw_task_groups(self.pool.active_tasks(), self.pool)
+    played, rolled = self._roll_out(groups, step, t)
+    resolution = resolve_candidates(self.pool, self.registry, rolled, step)
+    samples = self._build_samples(played, rolled, resolution)
+    metrics = self.train_models(samples, t)
+    proposed = self._adapt(played, rolled, resolution, step)
+    metrics.update(self._step_metrics(played, rolled, samples, proposed))
+    metrics.update(timing_metrics(t))
     return metrics
 
-  def _propose(self, task, direction, acc, result, tests, step, i):
+  def _roll_out(
+    self, groups, step: int, timings: dict
+  ) -> tuple[list[TaskRollout], StepRollouts]:
+    """Phase 2: every group's P programs and U tests, executed; group i's
+    programs are rows i * P ... (i + 1) * P - 1 of the policy batch and its
+    accuracy is the pass-all rate of its programs."""
     c = self.config
+    tasks = [self.registry[g.task_id] for g in groups]
+    played = self._play(tasks, derive_seed(c.seed, step), c.rollout, timings)
+    rolled = StepRollouts(
+      tuple(groups),
+      group_rows(len(groups), c.env.programs_per_task),
+      tuple(accuracy(r.execution.gt_pass) for r in played),
+    )
+    return played, rolled
+
+  def _build_samples(self, played, rolled, resolution) -> StepSamples:
+    """Phase 5: of every group used whose accuracy is inside the policy
+    band, the programs with their z-scored pass fractions and (train_rm,
+    some program correct) the generated tests with their non-zero
+    z-scored unit-test rewards."""
+    c = self.config
+    samples = StepSamples()
+    for i in rolled.used_indices(resolution):
+      if not accuracy_in_band(rolled.accuracies[i], *c.reward.policy_band):
+        continue
+      ex = played[i].execution
+      rewards = code_rewards(ex.gt_pass)
+      for resp, r in zip(played[i].program_responses, rewards, strict=True):
+        if resp.tokens:
+          samples.policy.append(resp.sample(float(r)))
+      correct = gt_code_mask(ex.gt_pass)
+      if c.reward.train_rm and played[i].test_responses and correct.any():
+        rewards = unit_test_rewards(correct, ex.gen_pass, ex.valid_tests)
+        for resp, r in zip(played[i].test_responses, rewards, strict=True):
+          if resp.tokens and r != 0:
+            samples.reward.append(resp.sample(float(r)))
+    return samples
+
+  def _adapt(self, played, rolled, resolution, step: int) -> int:
+    """Phase 7 (if adaptation.enabled): proposals for the slots outside the
+    band, by the coding reference's rule, strict below (acc < low ->
+    easier); returns how many were proposed."""
+    if not self.config.adaptation.enabled:
+      return 0
+    return adapt_tasks(
+      self.pool,
+      self.registry,
+      rolled,
+      resolution,
+      lambda i, direction: self._propose(played, rolled, step, i, direction),
+      variant_id=lambda task: task.task_id,
+      low_inclusive=False,
+    )
+
+  def _step_metrics(self, played, rolled, samples, proposed: int) -> dict:
+    """Phase 8: Code / UT / Detect and rollout metrics over the active
+    tasks, sample counts and the task pool's counters."""
+    active = [played[i] for i in rolled.active_indices()]
+    m = coding_metrics(
+      [r.execution.gt_pass for r in active],
+      [r.execution.gen_pass for r in active],
+      [r.execution.valid_tests for r in active],
+    )
+    metrics = {f"train/{k}": v for k, v in m.items()}
+    metrics.update(
+      {
+        "train/rollout_accuracy": float(
+          np.mean([rolled.accuracies[i] for i in rolled.active_indices()])
+        ),
+        "train/policy_samples": len(samples.policy),
+        "train/rm_samples": len(samples.reward),
+        "train/valid_program_rate": float(
+          np.mean([p is not None for r in active for p in r.programs])
+        ),
+        "train/valid_test_rate": float(
+          np.mean([u is not None for r in active for u in r.tests] or [0.0])
+        ),
+        **adaptation_metrics(self.pool, proposed),
+      }
+    )
+    return metrics
+
+  def _propose(self, played, rolled, step: int, i: int, direction):
+    """A variant of group i's task: the offline family's rule (stream
+    (seed, step, 3, i)) or the LLM env model, prompted with per-test pass
+    rates and the generated tests (streams (seed, step, 4, i, attempt))."""
+    c = self.config
+    task = self.registry[rolled.groups[i].task_id]
     if c.adaptation.env_model != "llm":
       return propose_variant(
-        task, direction, random.Random(_seed(c.seed, step, 3, i))
+        task, direction, random.Random(derive_seed(c.seed, step, 3, i))
       )
-    gt, gen, valid = result
+    ex, tests = played[i].execution, played[i].tests
     root = self.registry.get(task.root_id, task)
     text = render_task_proposal_prompt(
       root,
       task,
       direction,
-      acc,
-      gt.mean(0).tolist(),
-      [
-        (u[0], u[1], float(gen[:, j].mean()))
-        for j, u in enumerate(tests)
-        if u is not None
+      rolled.accuracies[i],
+      ex.gt_pass.mean(0).tolist(),
+      [  # (stdin, expected stdout, pass rate) of every valid test
+        (*test, float(ex.gen_pass[:, j].mean()))
+        for j, test in enumerate(tests)
+        if test is not None
       ],
     )
     ids = agent_text.chat_ids(self.tokenizer, text)
@@ -291,7 +372,7 @@ class CodingLoop(LoopBase):
         self,
         self.reward_sampler,
         [ids],
-        _seed(c.seed, step, 4, i, attempt),
+        derive_seed(c.seed, step, 4, i, attempt),
         c.reward.test_sampling,
       )
       variant = parse_task_proposal(texts[0], task)
@@ -302,15 +383,13 @@ class CodingLoop(LoopBase):
   # ------------------------------------------------------------ eval
   def evaluate(self, step: int) -> dict:
     c = self.config
-    progs, tests, _, _ = self._generate(
-      self.eval_tasks, _seed(c.eval.seed, step), c.eval
+    played = self._play(
+      self.eval_tasks, derive_seed(c.eval.seed, step), c.eval, {}
     )
-    res = [
-      self._execute(t, progs[i], tests[i])
-      for i, t in enumerate(self.eval_tasks)
-    ]
     m = coding_metrics(
-      [r[0] for r in res], [r[1] for r in res], [r[2] for r in res]
+      [r.execution.gt_pass for r in played],
+      [r.execution.gen_pass for r in played],
+      [r.execution.valid_tests for r in played],
     )
     return {f"eval/{k}": v for k, v in m.items()}
 

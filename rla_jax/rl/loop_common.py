@@ -2,7 +2,8 @@
 driver, evaluation schedule, metrics and Orbax checkpoint/resume.
 
 Subclasses implement `build_tasks`, `run_step`, `evaluate`, `task_state`
-and `load_task_state` (and may override `model_dirs`).
+and `load_task_state` (and may override `model_dirs`); `run_step` is built
+from the shared phases of `rla_jax.rl.phases` and `train_models`.
 """
 
 from __future__ import annotations
@@ -21,27 +22,12 @@ from rla_jax.errors import ConfigError
 from rla_jax.metrics import MetricsWriter, write_summary
 from rla_jax.models import load_qwen
 from rla_jax.rl import agent_text
+from rla_jax.rl.phases import StepSamples, timed
 from rla_jax.rl.trainer import Learner, OptimConfig
 from rla_jax.sampling.sampler import Sampler
 from rla_jax.tokenizer import load_tokenizer
 
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
-
-
-def current_groups(groups, accepted: dict) -> dict:
-  """{slot: index of the group now holding the slot's active task}.
-
-  groups: [(kind, slot, task_id)] rolled out this step, kind "active" or
-  "candidate"; accepted: {slot: bool} from TaskPool.resolve. An accepted
-  candidate replaces the task it was derived from.
-  """
-  current = {}
-  for i, (kind, slot, _) in enumerate(groups):
-    if (kind == "active" and slot not in current) or (
-      kind == "candidate" and accepted.get(slot)
-    ):
-      current[slot] = i
-  return current
 
 
 class LoopBase:
@@ -178,10 +164,19 @@ class LoopBase:
       ]
     return metrics
 
+  def train_models(self, samples: StepSamples, timings: dict) -> dict:
+    """Phase 6 of an RL step: the policy, then (reward.train_rm) the reward
+    model, each for one epoch; their wall time is timings["training"]."""
+    with timed(timings, "training"):
+      metrics = dict(self.train("policy", samples.policy))
+      if self.config.reward.train_rm:
+        metrics.update(self.train("reward", samples.reward))
+    return metrics
+
   def _trees(self) -> dict:
     return {
-      role: {"params": l.state, "opt_state": l.opt_state}
-      for role, l in self.learners.items()
+      role: {"params": learner.state, "opt_state": learner.opt_state}
+      for role, learner in self.learners.items()
     }
 
   def save(self, step: int) -> None:

@@ -9,8 +9,8 @@ Public API used by the RL loop:
 - ``SandboxExecutor`` (``run`` -> ``ResultMatrix`` [P, T]; ``execute`` over
   (program, stdin) pairs)
 - ``extract_code``, ``parse_generated_test``, ``parse_task_proposal``
-- ``code_rewards``, ``unit_test_rewards``, ``accuracy``, ``in_training_band``,
-  ``coding_metrics``
+- ``code_rewards``, ``unit_test_rewards``, ``accuracy``, ``coding_metrics``
+  (the accuracy band is ``rla_jax.rl.advantages.accuracy_in_band``)
 - ``render_policy_prompt``, ``render_unit_test_prompt``,
   ``render_task_proposal_prompt``
 The TFDS builder lives in ``rla_jax.envs.coding.tfds_builder`` (imports
@@ -43,7 +43,6 @@ from rla_jax.envs.coding.rewards import (
   coding_metrics,
   filter_by_accuracy_band,
   gt_code_mask,
-  in_training_band,
   unit_test_rewards,
 )
 from rla_jax.envs.coding.sandbox import (
@@ -77,7 +76,6 @@ __all__ = [
   "coding_metrics",
   "filter_by_accuracy_band",
   "gt_code_mask",
-  "in_training_band",
   "unit_test_rewards",
   "ExecutionOutcome",
   "ResultMatrix",

@@ -18,22 +18,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rla_jax.rl.advantages import group_zscore
+
 ACC_LOW, ACC_HIGH = 0.2, 0.8
-
-
-def z_score(values: np.ndarray) -> np.ndarray:
-  """z[i] = (x[i] - mean(x)) / std(x) with population std; all zeros when
-  std == 0 (or empty).
-
-  values: float [N] -> float [N].
-  """
-  x = np.asarray(values, dtype=np.float64)
-  if x.size == 0:
-    return x
-  std = x.std()
-  if std == 0:
-    return np.zeros_like(x)
-  return (x - x.mean()) / std
 
 
 def _as_bool_matrix(name: str, m, rows: int | None = None) -> np.ndarray:
@@ -58,13 +45,13 @@ def pass_fraction(gt_pass) -> np.ndarray:
 
 
 def code_rewards(gt_pass) -> np.ndarray:
-  """Policy reward: z_score_p( (1/T) sum_t gt_pass[p, t] ).
+  """Policy reward: group_zscore_p( (1/T) sum_t gt_pass[p, t] ).
 
   gt_pass: bool [P, T] (ground-truth test results of P code samples)
   -> float [P]. Unparseable samples should enter as all-False rows. All zeros
   when every sample scores the same.
   """
-  return z_score(pass_fraction(gt_pass))
+  return group_zscore(pass_fraction(gt_pass))
 
 
 def gt_code_mask(gt_pass) -> np.ndarray:
@@ -79,13 +66,6 @@ def accuracy(gt_pass) -> float:
   bool [P, T] -> float."""
   mask = gt_code_mask(gt_pass)
   return float(mask.mean()) if mask.size else 0.0
-
-
-def in_training_band(
-  acc: float, low: float = ACC_LOW, high: float = ACC_HIGH
-) -> bool:
-  """Reference filter: a task's samples train only if low <= acc <= high."""
-  return low <= acc <= high
 
 
 def filter_by_accuracy_band(
@@ -139,7 +119,7 @@ def unit_test_raw_rewards(gt_code, gen_pass, valid) -> np.ndarray:
 
 
 def unit_test_rewards(gt_code_mask, gen_pass, valid) -> np.ndarray:
-  """Unit-test generator reward: z_score_u(unit_test_raw_rewards(...)).
+  """Unit-test generator reward: group_zscore_u(unit_test_raw_rewards(...)).
 
   gt_code_mask: bool [P]; gen_pass: bool [P, U]; valid: bool [U] -> float [U].
   When no code is correct the group carries no signal (the reference skips it):
@@ -149,7 +129,7 @@ def unit_test_rewards(gt_code_mask, gen_pass, valid) -> np.ndarray:
   if not c.any():
     _as_bool_matrix("gen_pass", gen_pass, rows=c.shape[0])
     return np.zeros(np.asarray(valid).shape[0], dtype=np.float64)
-  return z_score(unit_test_raw_rewards(c, gen_pass, valid))
+  return group_zscore(unit_test_raw_rewards(c, gen_pass, valid))
 
 
 def coding_metrics(
