@@ -4,7 +4,7 @@
 name in an `ml_collections.ConfigDict` (or dict), so a setting is never
 copied by hand and a field cannot be out of the config's reach: a field
 missing from the section, a section key no field (and no other reader)
-takes, and a value of the wrong type each raise one ValueError naming the
+takes, and a value of the wrong type each raise one ConfigError naming the
 config key.
 """
 
@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from rla_jax.errors import ConfigError
 
 # Annotation (a string under postponed evaluation) -> accepted value types.
 _SCALAR_TYPES = {
@@ -27,14 +29,14 @@ def _check_type(annotation: str, value: Any, key: str) -> Any:
   """`value` for a field annotated `annotation` (lists become tuples)."""
   if annotation.startswith("tuple"):
     if not isinstance(value, list | tuple):
-      raise ValueError(f"{key}: expected a tuple, got {value!r}")
+      raise ConfigError(f"{key}: expected a tuple, got {value!r}")
     return tuple(value)
   accepted = _SCALAR_TYPES.get(annotation)
   if accepted is not None and (
     not isinstance(value, accepted)
     or (annotation != "bool" and isinstance(value, bool))
   ):
-    raise ValueError(f"{key}: expected {annotation}, got {value!r}")
+    raise ConfigError(f"{key}: expected {annotation}, got {value!r}")
   return value
 
 
@@ -58,7 +60,7 @@ def from_section(
     other_keys: section keys read by other code (accepted, not passed).
 
   Raises:
-    ValueError: naming the key of a missing field, of a key no field or
+    ConfigError: naming the key of a missing field, of a key no field or
       other reader takes, of a given field also set in the section, or of
       a value of the wrong type.
   """
@@ -67,19 +69,19 @@ def from_section(
   keys = set(section.keys())
   clash = sorted(keys & set(given))
   if clash:
-    raise ValueError(
+    raise ConfigError(
       f"{where}.{clash[0]}: not a config key (the program sets it)"
     )
   unknown = sorted(keys - set(fields) - set(other_keys))
   if unknown:
-    raise ValueError(
+    raise ConfigError(
       f"{where}.{unknown[0]}: unknown key; {cls.__name__} fields are "
       f"{sorted(set(fields) - set(given))}, other readers take "
       f"{sorted(other_keys)}"
     )
   missing = sorted(set(fields) - keys - set(given))
   if missing:
-    raise ValueError(
+    raise ConfigError(
       f"{where}.{missing[0]}: missing key (every {cls.__name__} field "
       f"must be set; missing {missing})"
     )

@@ -128,6 +128,7 @@ class AlfworldLoop(LoopBase):
 
   def check_config(self) -> None:
     e = self.config.env
+    RewardConfig.from_config(self.config.reward)
     parse_task_types(e.task_types)
     if e.num_tasks < 1 or e.num_slots < e.num_tasks:
       raise ConfigError(

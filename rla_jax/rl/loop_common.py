@@ -39,7 +39,18 @@ class LoopBase:
     self, config: ml_collections.ConfigDict, workdir: str, *, log=logging.info
   ):
     self.config, self.workdir, self.log = config, workdir, log
-    self.check_config()  # bad settings fail before any model work
+    c = config
+    # Bad settings fail before any model work.
+    self.max_seq_len = c.rollout.max_prompt_len + c.rollout.max_new_tokens
+    self.optim_configs = {
+      role: OptimConfig.from_config(
+        c.optim[role],
+        max_seq_len=self.max_seq_len,
+        where=f"config.optim.{role}",
+      )
+      for role in ("policy", "reward")
+    }
+    self.check_config()
     os.makedirs(workdir, exist_ok=True)
     shd.maybe_initialize_distributed()
     self.is_primary = jax.process_index() == 0
@@ -58,11 +69,9 @@ class LoopBase:
     self.tokenizer = load_tokenizer(dirs["tokenizer_dir"])
     self.stop_ids = agent_text.end_of_turn_ids(self.tokenizer)
     self.pad_id = self.tokenizer.pad_token_id or 0
-    c = config
     self.mesh = shd.make_mesh(c.mesh.data, c.mesh.fsdp, c.mesh.tensor)
     dtype = _DTYPES[c.model.dtype]
     param_dtype = _DTYPES[c.model.param_dtype]
-    max_len = c.rollout.max_prompt_len + c.rollout.max_new_tokens
     self.learners, self.samplers = {}, {}
     for role, path in (
       ("policy", dirs["policy_dir"]),
@@ -77,9 +86,7 @@ class LoopBase:
       )
       self.learners[role] = Learner(
         model,
-        OptimConfig.from_config(
-          c.optim[role], max_seq_len=max_len, where=f"config.optim.{role}"
-        ),
+        self.optim_configs[role],
         mesh=self.mesh,
         pad_id=self.pad_id,
       )
@@ -98,7 +105,7 @@ class LoopBase:
 
   # ------------------------------------------------------------- hooks
   def check_config(self) -> None:
-    """Raises ValueError naming the key of an inconsistent setting."""
+    """Raises ConfigError naming the key of an inconsistent setting."""
 
   def fingerprint_fields(self) -> dict:
     c = self.config
