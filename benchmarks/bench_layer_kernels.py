@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rla_jax.models.qwen import dense, grouped_attention
+from rla_jax.models.ops import dense, grouped_attention
 
 
 def _einsum_mlp(x, w_gate, w_up, w_down):

@@ -26,6 +26,8 @@ sys.path.insert(0, _REPO)
 
 def install_oracle() -> None:
   """Wraps CodingLoop._execute: half the programs of a derived task pass."""
+  import dataclasses
+
   from rla_jax.rl import coding_loop
 
   execute = getattr(coding_loop.CodingLoop, "_execute", None)
@@ -36,11 +38,12 @@ def install_oracle() -> None:
     )
 
   def oracle_execute(self, task, programs, tests):
-    gt, gen, valid = execute(self, task, programs, tests)
-    if task.parent_id:
-      gt = gt.copy()
-      gt[::2] = True  # programs 0, 2, 4, ... pass every ground-truth test
-    return gt, gen, valid
+    result = execute(self, task, programs, tests)
+    if not task.parent_id:
+      return result
+    gt_pass = result.gt_pass.copy()
+    gt_pass[::2] = True  # programs 0, 2, 4, ... pass every ground-truth test
+    return dataclasses.replace(result, gt_pass=gt_pass)
 
   coding_loop.CodingLoop._execute = oracle_execute
 

@@ -416,7 +416,10 @@ def test_ablation_table_values(tmp_path):
     "eval/rm_outcome_accuracy",
   )
   # A seed may give only the first columns (the rest absent): zip truncates.
-  seed = lambda *values: dict(zip(cols, values, strict=False))  # noqa: E731
+
+  def seed(*values):
+    return dict(zip(cols, values, strict=False))
+
   results = {
     "Before": [seed(0.39, 0.449, 0.47, 0.596)],
     "Policy": [

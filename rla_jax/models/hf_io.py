@@ -246,7 +246,10 @@ def save_qwen(
   layout = _hf_layout(cfg)
   np_dtype = {"float32": np.float32, "bfloat16": jnp.bfloat16}[dtype]
   tensors = {}
-  host = lambda a: np.asarray(jax.device_get(a), dtype=np.float32)  # noqa
+
+  def host(a):
+    return np.asarray(jax.device_get(a), dtype=np.float32)
+
   tensors["model.embed_tokens.weight"] = host(model.embed[...])
   tensors["model.norm.weight"] = host(model.final_norm[...])
   if not cfg.tie_word_embeddings:

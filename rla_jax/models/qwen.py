@@ -25,11 +25,9 @@ from flax import nnx
 from rla_jax.models import unrolled
 from rla_jax.models.config import QwenConfig
 from rla_jax.models.kv_cache import KVCache
-from rla_jax.models.ops import (  # noqa: F401 (re-exported)
-  apply_rope,
+from rla_jax.models.ops import (
   attention_inputs,
   attention_output_and_mlp,
-  dense,
   grouped_attention,
   rms_norm,
 )

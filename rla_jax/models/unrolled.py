@@ -68,7 +68,10 @@ def unstack(model, dtype=None) -> UnrolledParams:
 def logical_axes(model) -> UnrolledParams:
   """Logical axes of `unstack(model)`'s arrays (tuples of names, the
   stacked parameters' `logical_axes` without "layers"), same tree."""
-  axes = lambda p: tuple(p.logical_axes)  # noqa: E731
+
+  def axes(p):
+    return tuple(p.logical_axes)
+
   layer = {name: axes(p)[1:] for name, p in model.layers.items()}
   out = {
     "embed": axes(model.embed),

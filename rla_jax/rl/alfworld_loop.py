@@ -26,9 +26,7 @@ import dataclasses
 import os
 import time
 
-import jax
 import numpy as np
-from jax.experimental import multihost_utils
 
 from rla_jax.envs.alfworld import generate_split
 from rla_jax.envs.alfworld.generator import check_task_types
@@ -44,7 +42,7 @@ from rla_jax.rl.alfworld_rollout import (
   rollout_episodes,
 )
 from rla_jax.rl.env_model import LLMEnvModel, RuleBasedEnvModel, build_feedback
-from rla_jax.rl.loop_common import LoopBase
+from rla_jax.rl.loop_common import LoopBase, primary_builds_first
 from rla_jax.rl.phases import (
   Resolution,
   StepRollouts,
@@ -107,11 +105,10 @@ class AlfworldLoop(LoopBase):
     out_dir = os.path.join(
       cache_root(c.warmstart.cache_dir), "alfworld", c.warmstart.name
     )
-    if jax.process_count() > 1:  # process 0 builds, the others reuse it
-      if jax.process_index() == 0:
-        build_warm_start(settings, out_dir, log=self.log)
-      multihost_utils.sync_global_devices("rla_jax_warmstart")
-    result = build_warm_start(settings, out_dir, log=self.log)
+    result = primary_builds_first(
+      lambda: build_warm_start(settings, out_dir, log=self.log),
+      "rla_jax_warmstart",
+    )
     self.warmstart_report = result.get("report", {})
     return {k: result[k] for k in ("tokenizer_dir", "policy_dir", "reward_dir")}
 

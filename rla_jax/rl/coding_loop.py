@@ -51,7 +51,7 @@ from rla_jax.envs.coding import (
 from rla_jax.rl import agent_text
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.advantages import accuracy_in_band
-from rla_jax.rl.loop_common import LoopBase
+from rla_jax.rl.loop_common import LoopBase, primary_builds_first
 from rla_jax.rl.phases import (
   StepRollouts,
   StepSamples,
@@ -131,7 +131,10 @@ class CodingLoop(LoopBase):
       return super().model_dirs()
     from rla_jax.warmstart.coding import embedded_coding_models
 
-    return embedded_coding_models(self.config, log=self.log)
+    return primary_builds_first(
+      lambda: embedded_coding_models(self.config, log=self.log),
+      "rla_jax_coding_models",
+    )
 
   def build_tasks(self):
     c = self.config

@@ -11,10 +11,13 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import jax
 import jax.numpy as jnp
 import ml_collections
+from jax.experimental import multihost_utils
 
 from rla_jax import sharding as shd
 from rla_jax.checkpoint import LoopCheckpointer, fingerprint
@@ -27,7 +30,24 @@ from rla_jax.rl.trainer import Learner, OptimConfig
 from rla_jax.sampling.sampler import Sampler
 from rla_jax.tokenizer import load_tokenizer
 
+T = TypeVar("T")
+
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+
+def primary_builds_first(build: Callable[[], T], barrier: str) -> T:
+  """build() on every process, process 0 first.
+
+  For builders that cache their result on shared storage (the embedded warm
+  starts): with several processes, process 0 builds, all wait at `barrier`,
+  then every process calls build() again and loads the cached result, so
+  no two processes write the same cache directory.
+  """
+  if jax.process_count() > 1:
+    if jax.process_index() == 0:
+      build()
+    multihost_utils.sync_global_devices(barrier)
+  return build()
 
 
 class LoopBase:

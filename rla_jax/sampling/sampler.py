@@ -77,7 +77,10 @@ def _prefill(cfg: QwenConfig, dtype, params, cache: KVCache, tokens, mask):
 def _repeat_rows(cache: KVCache, logits, m: int):
   """Each row's cache and next-token logits repeated m times (row-major):
   m samples of one prompt share a single prefill."""
-  rep = lambda x, axis: jnp.repeat(x, m, axis=axis)  # noqa: E731
+
+  def rep(x, axis):
+    return jnp.repeat(x, m, axis=axis)
+
   return KVCache(
     k=tuple(rep(x, 0) for x in cache.k),
     v=tuple(rep(x, 0) for x in cache.v),
