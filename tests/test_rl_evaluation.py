@@ -46,3 +46,15 @@ def test_outcome_accuracy_by_hand():
     evaluation.rm_outcome_accuracy(SCORES, MASK, np.array([True, False]))
     == 1 / 2
   )
+
+
+def test_judge_metrics_gathers_the_four_by_hand():
+  out = evaluation.judge_metrics(SCORES, MASK, LABELS, np.array([True, False]))
+  assert out["eval/rm_process_accuracy"] == 3 / 5
+  assert out["eval/rm_positive_rate"] == 3 / 5
+  assert math.isclose(
+    out["eval/rm_process_balanced_accuracy"], (2 / 3 + 1 / 2) / 2
+  )
+  # mean real-step scores: trajectory 0 (1+1-1-1-1+1+1+0+1)/9 > 0 -> won,
+  # right; trajectory 1 (0+1-1+1+1+1)/6 > 0 -> won, wrong.
+  assert out["eval/rm_outcome_accuracy"] == 1 / 2

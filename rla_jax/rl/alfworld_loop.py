@@ -31,7 +31,6 @@ import numpy as np
 from rla_jax.envs.alfworld import generate_split
 from rla_jax.envs.alfworld.generator import check_task_types
 from rla_jax.errors import ConfigError
-from rla_jax.metrics import keys
 from rla_jax.rl import evaluation
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.alfworld_rollout import (
@@ -210,7 +209,7 @@ class AlfworldLoop(LoopBase):
       "registry": {k: g.to_dict() for k, g in self.registry.items()},
       "rm_reference": None
       if self.rm_reference is None
-      else [_reference_record(e) for e in self.rm_reference],
+      else [e.reference_record() for e in self.rm_reference],
     }
 
   def load_task_state(self, d: dict) -> None:
@@ -223,14 +222,7 @@ class AlfworldLoop(LoopBase):
     self.rm_reference = (
       None
       if refs is None
-      else [
-        Episode(
-          task_id=r["task_id"],
-          game=ood[r["task_id"]],
-          **{k: r[k] for k in _REFERENCE_FIELDS},
-        )
-        for r in refs
-      ]
+      else [Episode.from_reference_record(r, ood[r["task_id"]]) for r in refs]
     )
 
   # --------------------------------------------------------- pieces
@@ -483,30 +475,12 @@ class AlfworldLoop(LoopBase):
         self.rm_reference = eps[: c.eval.num_rm_episodes]
     refs = self.rm_reference
     judged = self._judge(refs, derive_seed(c.eval.seed, 20))
-    labels = evaluation.process_labels(refs)
-    out["eval/rm_process_accuracy"] = evaluation.rm_process_accuracy(
-      judged.scores, judged.mask, labels
+    out.update(
+      evaluation.judge_metrics(
+        judged.scores,
+        judged.mask,
+        evaluation.process_labels(refs),
+        np.array([e.won for e in refs]),
+      )
     )
-    out["eval/rm_outcome_accuracy"] = evaluation.rm_outcome_accuracy(
-      judged.scores, judged.mask, np.array([e.won for e in refs])
-    )
-    breakdown = evaluation.rm_process_breakdown(
-      judged.scores, judged.mask, labels
-    )
-    out[keys.EVAL_RM_POSITIVE_RATE] = breakdown["positive_rate"]
-    out[keys.EVAL_RM_PROCESS_BALANCED_ACCURACY] = breakdown["balanced_accuracy"]
     return out
-
-
-_REFERENCE_FIELDS = (
-  "observations",
-  "actions",
-  "prompt_texts",
-  "response_texts",
-  "won",
-)
-
-
-def _reference_record(e: Episode) -> dict:
-  """The fields of a reference episode the judge reads (JSON-able)."""
-  return {"task_id": e.task_id, **{k: getattr(e, k) for k in _REFERENCE_FIELDS}}

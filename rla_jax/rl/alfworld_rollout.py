@@ -66,6 +66,32 @@ class Episode:
   def num_steps(self) -> int:
     return len(self.actions)
 
+  # The fields the judge reads: what a reference trajectory keeps in a
+  # checkpoint (token ids and log-probs are not needed to judge it again).
+  REFERENCE_FIELDS = (
+    "observations",
+    "actions",
+    "prompt_texts",
+    "response_texts",
+    "won",
+  )
+
+  def reference_record(self) -> dict:
+    """The judge-reference fields of this episode, JSON-able."""
+    return {
+      "task_id": self.task_id,
+      **{k: getattr(self, k) for k in self.REFERENCE_FIELDS},
+    }
+
+  @classmethod
+  def from_reference_record(cls, record: dict, game: Game) -> Episode:
+    """The episode `reference_record` saved, on its game."""
+    return cls(
+      task_id=record["task_id"],
+      game=game,
+      **{k: record[k] for k in cls.REFERENCE_FIELDS},
+    )
+
 
 @dataclasses.dataclass
 class Judgements:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from rla_jax.envs.alfworld import label_progress
+from rla_jax.metrics import keys
 
 
 def majority_vote(scores: np.ndarray) -> np.ndarray:
@@ -89,3 +90,25 @@ def rm_outcome_accuracy(
     hits += int((steps.mean() > 0) == bool(won[n]))
     total += 1
   return hits / total if total else float("nan")
+
+
+def judge_metrics(
+  scores: np.ndarray,
+  mask: np.ndarray,
+  labels: list[list[int]],
+  won: np.ndarray,
+) -> dict[str, float]:
+  """The judge's evaluation metrics on N reference trajectories.
+
+  scores: [N, K, m] votes in {+1, -1, 0}; mask: [N, K] real steps; labels:
+  the expert's +1/-1 progress label of every real step (`process_labels`);
+  won: [N] outcomes. Returns process accuracy, outcome accuracy, the +1
+  vote rate and the balanced process accuracy, under their eval/ keys.
+  """
+  breakdown = rm_process_breakdown(scores, mask, labels)
+  return {
+    "eval/rm_process_accuracy": rm_process_accuracy(scores, mask, labels),
+    "eval/rm_outcome_accuracy": rm_outcome_accuracy(scores, mask, won),
+    keys.EVAL_RM_POSITIVE_RATE: breakdown["positive_rate"],
+    keys.EVAL_RM_PROCESS_BALANCED_ACCURACY: breakdown["balanced_accuracy"],
+  }
