@@ -32,7 +32,7 @@ from rla_jax.tokenizer import load_tokenizer
 
 T = TypeVar("T")
 
-_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
 
 def primary_builds_first(build: Callable[[], T], barrier: str) -> T:
@@ -90,8 +90,8 @@ class LoopBase:
     self.stop_ids = agent_text.end_of_turn_ids(self.tokenizer)
     self.pad_id = self.tokenizer.pad_token_id or 0
     self.mesh = shd.make_mesh(c.mesh.data, c.mesh.fsdp, c.mesh.tensor)
-    dtype = _DTYPES[c.model.dtype]
-    param_dtype = _DTYPES[c.model.param_dtype]
+    dtype = DTYPES[c.model.dtype]
+    param_dtype = DTYPES[c.model.param_dtype]
     self.learners, self.samplers = {}, {}
     for role, path in (
       ("policy", dirs["policy_dir"]),

@@ -18,13 +18,13 @@ def check_common_config(config) -> None:
   jax.distributed is initialised).
   """
   from rla_jax.models.qwen import REMAT_POLICIES
-  from rla_jax.rl.loop_common import _DTYPES
+  from rla_jax.rl.loop_common import DTYPES
 
   for key in ("dtype", "param_dtype"):
     value = config.model[key]
-    if value not in _DTYPES:
+    if value not in DTYPES:
       raise ConfigError(
-        f"config model.{key}={value!r} must be one of {sorted(_DTYPES)}"
+        f"config model.{key}={value!r} must be one of {sorted(DTYPES)}"
       )
   if config.model.remat not in REMAT_POLICIES:
     raise ConfigError(

@@ -83,7 +83,7 @@ class OptimConfig:
     lengths; the loop's own keys (OPTIM_LOOP_KEYS) are accepted and skipped.
 
     Raises:
-      ValueError: naming the key (`where`.<key>) of a missing field, an
+      ConfigError: naming the key (`where`.<key>) of a missing field, an
         unknown key or a value of the wrong type.
     """
     return from_section(

@@ -19,6 +19,7 @@ import dataclasses
 import numpy as np
 
 from rla_jax.config_fields import from_section
+from rla_jax.errors import ConfigError
 from rla_jax.rl.advantages import (
   LONE_STEP_MODES,
   accuracy_in_band,
@@ -68,12 +69,12 @@ class RewardConfig:
     the loop's own keys (REWARD_LOOP_KEYS) are accepted and skipped.
 
     Raises:
-      ValueError: naming the key (`where`.<key>) of a missing field, an
+      ConfigError: naming the key (`where`.<key>) of a missing field, an
         unknown key, a value of the wrong type or an unknown lone_step.
     """
     cfg = from_section(cls, section, where=where, other_keys=REWARD_LOOP_KEYS)
     if cfg.lone_step not in LONE_STEP_MODES:
-      raise ValueError(
+      raise ConfigError(
         f"{where}.lone_step: {cfg.lone_step!r} is not one of {LONE_STEP_MODES}"
       )
     return cfg
