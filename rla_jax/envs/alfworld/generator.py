@@ -12,6 +12,9 @@ the start and the expert solves it within 50 steps.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+
 import numpy as np
 
 from rla_jax.envs.alfworld.engine import CompiledGame
@@ -39,6 +42,83 @@ from rla_jax.envs.alfworld.types_tables import (
 )
 
 SPLITS = ("train", "valid_seen", "valid_unseen")
+_SIMPLE_TYPES = ("look_at_obj_in_light", "pick_and_place_simple")
+_TREATMENT_TYPES = (
+  "pick_clean_then_place_in_recep",
+  "pick_cool_then_place_in_recep",
+  "pick_heat_then_place_in_recep",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Level:
+  """A difficulty level of generated games (`LEVELS`).
+
+  task_types: the ALFWorld task types a game of this level may have.
+  receptacles: (lo, hi) receptacles in the room (one of each type), or None
+    for the scene's full ALFRED-like layout.
+  closed_sources: whether the target object (and the lamp) may start inside
+    a closed (openable) receptacle.
+  distractor_types: (lo, hi) kinds of distractor objects.
+  """
+
+  task_types: tuple[str, ...]
+  receptacles: tuple[int, int] | None
+  closed_sources: bool
+  distractor_types: tuple[int, int]
+
+
+#: Difficulty levels, easiest first. Each level's types include the lower
+#: levels' types, so a game can move one level up or down and keep its type
+#: where that level has it.
+LEVELS = {
+  1: Level(_SIMPLE_TYPES, (3, 4), False, (1, 2)),
+  2: Level(_SIMPLE_TYPES, (5, 7), True, (2, 3)),
+  3: Level(_SIMPLE_TYPES + _TREATMENT_TYPES, (4, 7), True, (2, 3)),
+  4: Level(TASK_TYPE_NAMES, None, True, (6, 12)),
+}
+
+
+def check_level(level) -> int:
+  """`level` as a key of LEVELS, else ValueError naming the known levels."""
+  if isinstance(level, bool) or not isinstance(level, (int, np.integer)):
+    raise ValueError(f"level {level!r} must be one of {sorted(LEVELS)}")
+  if int(level) not in LEVELS:
+    raise ValueError(f"level {level!r} must be one of {sorted(LEVELS)}")
+  return int(level)
+
+
+def game_level(game: Game) -> int:
+  """The lowest level whose rules admit `game` (its type, receptacle count and
+  whether a target starts in a closed receptacle); 4 if none smaller does.
+
+  Perturbed and loaded games have a level too, so adaptation can move any
+  task along this axis.
+  """
+  n_recs = len(game.receptacles)
+  rec_type = {r: t for r, t, _ in game.receptacles}
+  wanted = {game.object_target, game.toggle_target} - {""}
+  obj_type = dict(game.objects)
+  closed_start = any(
+    fact[0] == "inReceptacle"
+    and obj_type.get(fact[1]) in wanted
+    and rec_type.get(fact[2]) in OPENABLE_RECEPTACLES
+    for fact in game.facts
+  )
+  for number in sorted(LEVELS):
+    rules = LEVELS[number]
+    if rules.receptacles is None:
+      return number
+    lo, hi = rules.receptacles
+    if (
+      game.task_type in rules.task_types
+      and n_recs <= hi
+      and (rules.closed_sources or not closed_start)
+    ):
+      return number
+  return max(LEVELS)
+
+
 ROOM_SIZES = ("small", "full")
 _SPLIT_CODE = {"train": 0, "valid_seen": 1, "valid_unseen": 2}
 _MAX_ATTEMPTS = 50
@@ -204,10 +284,23 @@ def generate_game(
   task_type: str,
   room_size: str = "full",
   attempt: int = 0,
+  level: int | None = None,
 ) -> Game:
   """One game (not yet validated) from the seed material
-  ``[seed, split, index, attempt]``."""
-  rng = np.random.default_rng([seed, _SPLIT_CODE[split], index, attempt])
+  ``[seed, split, index, attempt]`` (``[..., attempt, level]`` with a level).
+
+  ``level`` (a key of LEVELS) overrides ``room_size``: its receptacle count,
+  distractors and whether targets may start in closed receptacles.
+  """
+  material = [seed, _SPLIT_CODE[split], index, attempt]
+  rules = None
+  if level is not None:
+    rules = LEVELS[check_level(level)]
+    if task_type not in rules.task_types:
+      raise ValueError(f"level {level} has no {task_type} games")
+    material.append(int(level))
+    room_size = "full" if rules.receptacles is None else "small"
+  rng = np.random.default_rng(material)
   room = _choose(rng, VALID_ROOMS[task_type])
   scene = _choose(rng, split_scenes(split, room))
   layout = dict(scene_layout(room, scene))
@@ -217,21 +310,31 @@ def generate_game(
   obj, parent, toggle = _choose(rng, cands)
   template_index = int(rng.integers(2))
   small = room_size == "small"
-  if small:
-    need = (
-      {parent}
-      if parent
-      else {_choose(rng, [h for h in LAMP_HOLDERS[toggle] if h in layout])}
+  open_ok = rules is None or rules.closed_sources
+
+  def source_ok(t: str) -> bool:
+    return _source_ok(task_type, parent, t, obj) and (
+      open_ok or t not in OPENABLE_RECEPTACLES
     )
+
+  def holder_ok(lamp: str, t: str) -> bool:
+    return t in LAMP_HOLDERS[lamp] and (
+      open_ok or t not in OPENABLE_RECEPTACLES
+    )
+
+  if small:
+    holders = [h for h in LAMP_HOLDERS[toggle] if h in layout] if toggle else []
+    if toggle and not open_ok:
+      holders = [h for h in holders if holder_ok(toggle, h)]
+    sources = [t for t in sorted(layout) if source_ok(t)]
+    if (toggle and not holders) or not sources:
+      raise _Retry()
+    need = {parent} if parent else {_choose(rng, holders)}
     if task_type in TREATMENT:
       need.add(TREATMENT[task_type][0])
-    need.add(
-      _choose(
-        rng,
-        [t for t in sorted(layout) if _source_ok(task_type, parent, t, obj)],
-      )
-    )
-    n_total = int(rng.integers(3, 7))
+    need.add(_choose(rng, sources))
+    lo, hi = (3, 6) if rules is None else rules.receptacles
+    n_total = int(rng.integers(lo, hi + 1))
     extra = [t for t in sorted(layout) if t not in need]
     rng.shuffle(extra)
     counts = {t: 1 for t in sorted(need) + extra[: max(0, n_total - len(need))]}
@@ -260,11 +363,7 @@ def generate_game(
     if task_type == "pick_two_obj_and_place"
     else ((1, 2) if small else (1, 3))
   )
-  place(
-    obj,
-    int(rng.integers(lo_hi[0], lo_hi[1] + 1)),
-    lambda t: _source_ok(task_type, parent, t, obj),
-  )
+  place(obj, int(rng.integers(lo_hi[0], lo_hi[1] + 1)), source_ok)
   lamp_types = (
     [toggle]
     if toggle
@@ -275,14 +374,19 @@ def generate_game(
     ][:1]
   )
   for lamp in lamp_types:
-    place(lamp, 1, lambda t, lamp=lamp: t in LAMP_HOLDERS[lamp])
+    place(lamp, 1, lambda t, lamp=lamp: holder_ok(lamp, t))
   pool = [
     o
     for o in sorted(ROOM_OBJECTS[room])
     if o != obj and any(can_contain(t, o) for t in rtypes)
   ]
   rng.shuffle(pool)
-  n_distract = int(rng.integers(1, 4)) if small else int(rng.integers(6, 13))
+  if rules is not None:
+    n_distract = int(
+      rng.integers(rules.distractor_types[0], rules.distractor_types[1] + 1)
+    )
+  else:
+    n_distract = int(rng.integers(1, 4)) if small else int(rng.integers(6, 13))
   for o in pool[:n_distract]:
     # A distractor never completes the goal by itself (it is not of the target
     # type).
@@ -320,18 +424,26 @@ def validate_game(game: Game) -> list[str]:
 
 
 def generate_valid_game(
-  split: str, index: int, seed: int, task_type: str, room_size: str = "full"
+  split: str,
+  index: int,
+  seed: int,
+  task_type: str,
+  room_size: str = "full",
+  level: int | None = None,
 ) -> Game:
   """First attempt (0, 1, ...) that yields a valid, expert-solvable game."""
   for attempt in range(_MAX_ATTEMPTS):
     try:
-      game = generate_game(split, index, seed, task_type, room_size, attempt)
+      game = generate_game(
+        split, index, seed, task_type, room_size, attempt, level
+      )
       validate_game(game)
       return game
     except (_Retry, ValueError):
       continue
   raise RuntimeError(
     f"no valid {task_type} game for split={split} index={index} seed={seed}"
+    f" level={level}"
   )
 
 
@@ -385,6 +497,28 @@ def split_task_types(
   return [types[int(i)] for i in perm]
 
 
+def _leveled_types(split, num_games, seed, task_types, levels):
+  """(task type, level) of each game of a split drawn from ``levels``."""
+  levels = [check_level(level) for level in levels]
+  if not levels:
+    raise ValueError("levels must name at least one level")
+  allowed = {t for level in levels for t in LEVELS[level].task_types}
+  keep = check_task_types(task_types)
+  names = tuple(
+    t for t in TASK_TYPE_NAMES if t in allowed and (keep is None or t in keep)
+  )
+  if not names:
+    raise ValueError(
+      f"levels {levels} have none of the task types {task_types!r}"
+    )
+  types = split_task_types(split, num_games, seed, names)
+  out = []
+  for i, task_type in enumerate(types):
+    order = levels[i % len(levels) :] + levels[: i % len(levels)]
+    out.append(next(lv for lv in order if task_type in LEVELS[lv].task_types))
+  return types, out
+
+
 def generate_split(
   split: str,
   num_games: int | None = None,
@@ -392,6 +526,7 @@ def generate_split(
   data_dir: str | None = None,
   room_size: str = "full",
   task_types: tuple[str, ...] | None = None,
+  levels: Sequence[int] | None = None,
 ) -> list[Game]:
   """Generate ``num_games`` games of a split (defaults: valid_seen 140,
   valid_unseen 134).
@@ -401,7 +536,10 @@ def generate_split(
   Per-task-type counts follow ALFWorld's split proportions. With ``data_dir``
   the games are also written as ALFWorld folders (``write_game``).
   ``task_types`` restricts the draw to those types (``split_task_types``).
-  Deterministic in (split, num_games, seed, room_size, task_types).
+  ``levels`` (keys of LEVELS; overrides ``room_size``): game i has level
+  ``levels[i % len(levels)]``, raised to the first later listed level that has
+  its task type; task types are drawn among the listed levels' types (and
+  ``task_types``, if given). Deterministic in all arguments.
   """
   if split not in SPLITS:
     raise ValueError(f"split {split!r} is not one of {SPLITS}")
@@ -413,10 +551,16 @@ def generate_split(
     num_games = DEFAULT_SPLIT_SIZES[split]
   if num_games < 0:
     raise ValueError(f"num_games must be >= 0, got {num_games}")
-  types = split_task_types(split, num_games, seed, task_types)
+  if levels is None:
+    types = split_task_types(split, num_games, seed, task_types)
+    game_levels = [None] * len(types)
+  else:
+    types, game_levels = _leveled_types(
+      split, num_games, seed, task_types, levels
+    )
   games = [
-    generate_valid_game(split, i, seed, t, room_size)
-    for i, t in enumerate(types)
+    generate_valid_game(split, i, seed, t, room_size, level)
+    for i, (t, level) in enumerate(zip(types, game_levels, strict=True))
   ]
   if data_dir is not None:
     from rla_jax.envs.alfworld.pddl_io import write_game
