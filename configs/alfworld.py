@@ -62,6 +62,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     {
       "backend": "native",
       "room_size": "small",
+      # Difficulty levels (rla_jax/envs/alfworld/generator.py LEVELS) of the
+      # training games and both evaluation splits; () = room_size's games.
+      "levels": (),
       # "all" (ALFWorld's mix of the six task types) or comma-separated names.
       "task_types": "all",
       # num_slots training games each hold a slot of the adaptive pool; every
@@ -218,7 +221,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   from rla_jax.warmstart.config import resolve_config
 
   settings = resolve_config(c.warmstart.settings)
-  for derived in ("seed", "room_size", "history_steps"):
+  for derived in ("seed", "room_size", "levels", "history_steps"):
     del settings[derived]
   c.warmstart.settings = ml_collections.ConfigDict(settings)
   return c

@@ -153,6 +153,7 @@ class AlfworldLoop(LoopBase):
     settings.update(
       seed=c.warmstart.seed,
       room_size=c.env.room_size,
+      levels=list(c.env.levels),
       history_steps=self.history_steps,
     )
     return settings
@@ -160,12 +161,14 @@ class AlfworldLoop(LoopBase):
   def build_tasks(self):
     c = self.config
     task_types = parse_task_types(c.env.task_types)
+    levels = list(c.env.levels) or None
     train = generate_split(
       "train",
       c.env.num_slots,
       c.seed,
       room_size=c.env.room_size,
       task_types=task_types,
+      levels=levels,
     )
     self.registry = {g.game_id: g for g in train}
     self.pool = TaskPool(
@@ -181,6 +184,7 @@ class AlfworldLoop(LoopBase):
         c.eval.seed,
         room_size=c.env.room_size,
         task_types=task_types,
+        levels=levels,
       ),
       "out_of_distribution": generate_split(
         "valid_unseen",
@@ -188,6 +192,7 @@ class AlfworldLoop(LoopBase):
         c.eval.seed,
         room_size=c.env.room_size,
         task_types=task_types,
+        levels=levels,
       ),
     }
     if c.adaptation.env_model == "llm":

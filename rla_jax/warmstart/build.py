@@ -151,14 +151,16 @@ def build_warm_start(
   # 1. data ---------------------------------------------------------------
   n_demo, n_rm = int(cfg["num_demo_episodes"]), int(cfg["num_rm_episodes"])
   n_train = max(int(cfg["num_pretrain_games"]), n_demo + n_rm)
+  levels = cfg["levels"] or None
   games = generate_split(
-    "train", n_train, seed=seed, room_size=cfg["room_size"]
+    "train", n_train, seed=seed, room_size=cfg["room_size"], levels=levels
   )
   eval_games = generate_split(
     "valid_seen",
     int(cfg["eval"]["num_games"]),
     seed=seed,
     room_size=cfg["room_size"],
+    levels=levels,
   )
   rng = np.random.default_rng([seed, 0xDE30])
   demo_expert = cfg["demo_expert"]

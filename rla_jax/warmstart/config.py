@@ -4,6 +4,8 @@ Fields (all have working defaults, see `default_warmstart_config`):
 
   seed                 master seed (games, noise, init, batches, sampling)
   room_size            "small" | "full" (ALFWorld generator room size)
+  levels               generator difficulty levels of the games (a list of
+                       LEVELS keys; [] = room_size's games)
   history_steps        H of the policy prompt's history window (the RL loop
                        must use the same value)
   max_demo_steps       step cap of demonstration rollouts
@@ -52,6 +54,7 @@ import hashlib
 import json
 from typing import Any
 
+from rla_jax.envs.alfworld.generator import check_level
 from rla_jax.errors import ConfigError
 from rla_jax.rl import agent_text
 from rla_jax.warmstart.demos import EXPERTS
@@ -59,6 +62,7 @@ from rla_jax.warmstart.demos import EXPERTS
 _DEFAULTS: dict[str, Any] = {
   "seed": 0,
   "room_size": "small",
+  "levels": [],
   "history_steps": 2,
   "max_demo_steps": 40,
   "vocab_size": 1024,
@@ -161,6 +165,10 @@ def resolve_config(cfg=None) -> dict[str, Any]:
       f"warm-start config: room_size must be 'small' or "
       f"'full', got {out['room_size']!r}"
     )
+  try:
+    out["levels"] = [check_level(level) for level in out["levels"]]
+  except (TypeError, ValueError) as e:
+    raise ConfigError(f"warm-start config: levels: {e}") from e
   if out["demo_expert"] not in EXPERTS:
     raise ConfigError(
       f"warm-start config: demo_expert must be one of "
