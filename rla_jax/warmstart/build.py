@@ -1,39 +1,45 @@
-"""build_warm_start: tokenizer, policy and
-reward model from scratch, in minutes on a CPU.
+"""build_warm_start: the embedded tokenizer, policy and judge, from scratch.
 
 Stages (each timed, wall seconds in report["timings_s"]):
-  1. data: seeded small-room train games; epsilon-noisy expert rollouts for
-     the policy demos (demo_epsilon) and the judge examples (rm_epsilon).
+  1. data: seeded train games (the configured levels or room size);
+     epsilon-noisy demonstrations for the policy (demo_epsilon) and the judge
+     (rm_epsilon); held-out states for choice accuracy.
   2. tokenizer: byte-level BPE on rendered prompts/responses/transcripts.
   3. drill: a random-init Qwen3 base learns the candidate-index lookup.
-  4. policy_sft: base -> SFT on expert targets at visited states.
+  4. policy_sft: base -> SFT on the demonstrator's choices at visited states,
+     stopped early once the policy wins `target_success` of the selection
+     games (probed every `eval_every` steps), so it starts short of perfect.
   5. rm_sft: the SFT'd policy, the drill base or scratch -> SFT on balanced,
-     label-noised judge examples.
-  6. eval: policy success on held-out valid_seen games (Sampler); judge process
-     accuracy on the policy's own steps and on held-out noisy-expert steps.
-  7. save: three Hugging Face directories + a marker with the config hash; a
-     later call with the same config returns the cached result untouched.
+     label-noised judge examples, stopped once its balanced accuracy on the
+     policy's own steps lands in `target_balanced`.
+  6. eval: policy success, per-verb choice accuracy, judge accuracies.
+  7. save: three Hugging Face directories and `warmstart.json` (config hash,
+     resolved config, report, provenance).
+
+With `work_dir`, every finished stage and every SFT checkpoint is kept there,
+keyed by the config hash, so an interrupted build continues where it stopped.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable
 
 import numpy as np
 from flax import nnx
 
-from rla_jax.envs.alfworld import describe_game_for_proposal, generate_split
 from rla_jax.models import Qwen, QwenConfig, load_qwen, save_qwen
-from rla_jax.rl import agent_text, prompts
 from rla_jax.tokenizer import load_tokenizer
 from rla_jax.warmstart import demos, drills, evaluate, sft
 from rla_jax.warmstart.bpe_tokenizer import IM_END, train_bpe_tokenizer
 from rla_jax.warmstart.config import config_hash, resolve_config
+from rla_jax.warmstart.data import WarmStartData, make_data, tokenizer_corpus
 
 MARKER = "warmstart.json"
+MODEL_DIRS = ("tokenizer", "policy", "reward")
 
 
 def _cached(out_dir: str, digest: str) -> dict | None:
@@ -42,13 +48,9 @@ def _cached(out_dir: str, digest: str) -> dict | None:
     return None
   with open(path) as f:
     marker = json.load(f)
-  dirs = {
-    k: os.path.join(out_dir, k) for k in ("tokenizer", "policy", "reward")
-  }
+  dirs = {k: os.path.join(out_dir, k) for k in MODEL_DIRS}
   complete = all(
-    os.path.isfile(os.path.join(d, f))
-    for d in dirs.values()
-    for f in ("tokenizer.json",)
+    os.path.isfile(os.path.join(d, "tokenizer.json")) for d in dirs.values()
   ) and all(
     os.path.isfile(os.path.join(dirs[k], "model.safetensors"))
     for k in ("policy", "reward")
@@ -61,32 +63,6 @@ def _cached(out_dir: str, digest: str) -> dict | None:
     "reward_dir": dirs["reward"],
     "report": {**marker["report"], "cache_hit": True},
   }
-
-
-def _corpus(demo_eps, rm_eps, pol_ex, judge_ex, games) -> list[str]:
-  """Tokenizer training texts: every prompt/response rendered for training,
-  transcripts, and a few critic / task-proposal prompts (used by the loop)."""
-  texts = [e.prompt_text + "\n" + e.response_text for e in pol_ex + judge_ex]
-  texts += [demos.transcript_text(ep) for ep in demo_eps + rm_eps]
-  for ep in rm_eps[:20]:
-    texts.append(
-      prompts.failure_summary_prompt(
-        ep.game.task_text, ep.observations, ep.actions, [0], 50, 2
-      )
-    )
-  for k, g in enumerate(games[:20]):
-    texts.append(
-      prompts.task_proposal_prompt(
-        describe_game_for_proposal(g),
-        [(0, "It looped.")],
-        ("harder", "easier")[k % 2],
-        0.5,
-        1,
-        2,
-      )
-    )
-  texts += [agent_text.judge_response_text(s) for s in (1, -1)]
-  return texts
 
 
 def _model_config(cfg: dict, tok) -> QwenConfig:
@@ -118,14 +94,165 @@ def _sft_config(d: dict) -> sft.SFTConfig:
   )
 
 
+class StageStore:
+  """Finished stages of one build (by config hash) under a work dir: model
+  stages as HF directories, results in `stages.json`. A work dir left by
+  another config is cleared first."""
+
+  def __init__(self, work_dir: str, digest: str, log):
+    self.root, self.log = work_dir, log
+    self.path = os.path.join(work_dir, "stages.json")
+    state = {}
+    if os.path.isfile(self.path):
+      with open(self.path) as f:
+        state = json.load(f)
+    if state.get("config_hash") != digest:
+      if os.path.isdir(work_dir):
+        shutil.rmtree(work_dir)
+      state = {"config_hash": digest, "stages": {}}
+    os.makedirs(work_dir, exist_ok=True)
+    self.state = state
+
+  def done(self, name: str) -> dict | None:
+    return self.state["stages"].get(name)
+
+  def finish(self, name: str, info: dict) -> None:
+    self.state["stages"][name] = info
+    tmp = self.path + ".tmp"
+    with open(tmp, "w") as f:
+      json.dump(self.state, f, indent=1)
+    os.replace(tmp, self.path)
+
+  def dir(self, name: str) -> str:
+    return os.path.join(self.root, name)
+
+
+def _train_model(store, name, init, samples, sft_cfg, seed, pad, log, **kw):
+  """One SFT stage, resumed or skipped through `store` (model, info)."""
+  info = store.done(name)
+  if info is not None:
+    log(f"[warmstart] stage {name}: reusing {store.dir(name)}")
+    return load_qwen(store.dir(name)), info
+  result = sft.train_sft(
+    init(),
+    samples,
+    sft_cfg,
+    seed=seed,
+    pad_id=pad,
+    log=log,
+    name=name,
+    checkpoint_dir=store.dir("checkpoints"),
+    **kw,
+  )
+  save_qwen(result.model, store.dir(name))
+  info = {
+    "history": result.history,
+    "probes": result.probes,
+    "steps_run": result.steps_run,
+  }
+  store.finish(name, info)
+  return result.model, info
+
+
+def _policy_probe(cfg, tok, games):
+  """Success of the policy on the selection games; done at target_success."""
+  ps, ev, H = cfg["policy_sft"], cfg["eval"], cfg["history_steps"]
+
+  def measure(model):
+    play = _play(model, tok, games, ev, H, cfg["seed"] + 11)
+    return {"success_rate": play["success_rate"]}
+
+  return sft.Probe(
+    int(ps["eval_every"]),
+    measure,
+    lambda m: m["success_rate"] >= float(ps["target_success"]),
+  )
+
+
+def _judge_probe(cfg, tok, records):
+  """Balanced accuracy of the judge on the policy's own steps; done once it
+  lands in target_balanced with a +1 vote rate near the true +1 share."""
+  rs = cfg["rm_sft"]
+  lo, hi = (float(x) for x in rs["target_balanced"])
+
+  def measure(model):
+    return evaluate.judge_accuracy(
+      model,
+      tok,
+      records,
+      seed=cfg["seed"],
+      batch_size=cfg["eval"]["batch_size"],
+    )
+
+  def done(m):
+    close = abs(m["vote_positive_rate"] - m["label_positive_rate"]) <= 0.15
+    return lo <= m["balanced_accuracy"] <= hi and close
+
+  return sft.Probe(int(rs["eval_every"]), measure, done)
+
+
+def _play(model, tok, games, ev, history_steps, seed):
+  return evaluate.play_policy(
+    model,
+    tok,
+    games,
+    history_steps=history_steps,
+    max_steps=int(ev["max_steps"]),
+    temperature=float(ev["temperature"]),
+    greedy=bool(ev["greedy"]),
+    seed=seed,
+    batch_size=int(ev["batch_size"]),
+  )
+
+
+def _policy_samples(tok, data: WarmStartData, cfg) -> list[tuple]:
+  """Policy SFT samples; each example enters the pool `repeats` times."""
+  weight = float(cfg["policy_sft"]["answer_weight"])
+  repeats = demos.verb_balance_repeats(
+    data.demo_eps, float(cfg["demo_verb_balance"])
+  )
+  out = []
+  for e, r in zip(data.pol_ex, repeats, strict=True):
+    sample = drills.boxed_answer_sample(
+      tok, e.prompt_text, e.response_text, weight
+    )
+    out += [sample] * r
+  return out
+
+
+def _drill_samples(tok, data: WarmStartData, cfg) -> list[tuple]:
+  d = cfg["drill"]
+  cand_lists = [
+    a for ep in data.demo_eps + data.extra_eps for a in ep.admissible
+  ]
+  cand_lists = [a for a in cand_lists if a]
+  rng = np.random.default_rng([cfg["seed"], 0xD81])
+  return [
+    drills.copy_drill(
+      tok,
+      cand_lists[int(rng.integers(len(cand_lists)))],
+      int(d["num_queries"]),
+      rng,
+      answer_format=cfg["policy_answer"],
+    )
+    for _ in range(min(int(d["steps"]) * int(d["batch_size"]), 4096))
+  ]
+
+
 def build_warm_start(
-  cfg, out_dir: str, *, log: Callable[[str], None] = print
+  cfg,
+  out_dir: str,
+  *,
+  work_dir: str | None = None,
+  provenance: dict | None = None,
+  log: Callable[[str], None] = print,
 ) -> dict:
   """Builds (or reuses) the warm start in out_dir.
 
   Returns dict(tokenizer_dir, policy_dir, reward_dir, report): report holds
-  the resolved config, per-stage wall times, policy success, judge
-  accuracies, SFT response losses before/after and cache_hit.
+  the resolved config, per-stage wall times, training curves (SFT logs and
+  probes), policy success and per-verb choice accuracy, judge accuracies and
+  cache_hit. `provenance` (command, commit, ...) is stored in the marker.
   """
   cfg = resolve_config(cfg)
   digest = config_hash(cfg)
@@ -138,7 +265,8 @@ def build_warm_start(
   if os.path.exists(marker_path):
     os.remove(marker_path)  # stale: another config or incomplete
   log(f"[warmstart] building into {out_dir} (config {digest[:12]})")
-  seed, H, times = int(cfg["seed"]), cfg["history_steps"], {}
+  store = StageStore(work_dir or out_dir + ".work", digest, log)
+  seed, times = int(cfg["seed"]), {}
   t_all = t = time.perf_counter()
 
   def lap(name):
@@ -148,214 +276,87 @@ def build_warm_start(
     t = now
     log(f"[warmstart] stage {name}: {times[name]:.1f}s")
 
-  # 1. data ---------------------------------------------------------------
-  n_demo, n_rm = int(cfg["num_demo_episodes"]), int(cfg["num_rm_episodes"])
-  n_train = max(int(cfg["num_pretrain_games"]), n_demo + n_rm)
-  levels = cfg["levels"] or None
-  games = generate_split(
-    "train", n_train, seed=seed, room_size=cfg["room_size"], levels=levels
-  )
-  eval_games = generate_split(
-    "valid_seen",
-    int(cfg["eval"]["num_games"]),
-    seed=seed,
-    room_size=cfg["room_size"],
-    levels=levels,
-  )
-  rng = np.random.default_rng([seed, 0xDE30])
-  demo_expert = cfg["demo_expert"]
-  demo_eps = demos.noisy_expert_rollouts(
-    games[:n_demo], cfg["demo_epsilon"], rng, cfg["max_demo_steps"], demo_expert
-  )
-  rm_eps = demos.noisy_expert_rollouts(
-    games[n_demo : n_demo + n_rm],
-    cfg["rm_epsilon"],
-    rng,
-    cfg["max_demo_steps"],
-    demo_expert,
-  )
-  extra_eps = demos.noisy_expert_rollouts(
-    games[n_demo + n_rm :],
-    cfg["demo_epsilon"],
-    rng,
-    cfg["max_demo_steps"],
-    demo_expert,
-  )
-  heldout_eps = demos.noisy_expert_rollouts(
-    eval_games, cfg["rm_epsilon"], rng, cfg["max_demo_steps"], demo_expert
-  )
-  answer = cfg["policy_answer"]
-  pol_ex = demos.policy_examples(demo_eps, H, answer)
-  judge_pool = demos.judge_examples(rm_eps, H, answer)
-  judge_ex = demos.balance_and_corrupt(
-    judge_pool, int(cfg["num_rm_examples"]), float(cfg["rm_label_noise"]), rng
-  )
-  heldout_pol = demos.policy_examples(heldout_eps, H, answer)
-  heldout_judge = demos.balance_and_corrupt(
-    demos.judge_examples(heldout_eps, H, answer),
-    int(cfg["eval"]["rm_max_steps"]),
-    0.0,
-    rng,
-  )
+  data = make_data(cfg)
   lap("data")
 
-  # 2. tokenizer ----------------------------------------------------------
   tok_dir = os.path.join(out_dir, "tokenizer")
-  train_bpe_tokenizer(
-    _corpus(demo_eps + extra_eps, rm_eps, pol_ex, judge_pool, games),
-    int(cfg["vocab_size"]),
-    tok_dir,
-  )
+  train_bpe_tokenizer(tokenizer_corpus(data), int(cfg["vocab_size"]), tok_dir)
   tok = load_tokenizer(tok_dir)
   pad = tok.pad_token_id
   lap("tokenizer")
 
-  # 3. copy drills -> base model ---------------------------------------
   model_cfg = _model_config(cfg, tok)
-  base = Qwen(model_cfg, rngs=nnx.Rngs(seed))
-  d = cfg["drill"]
-  if int(d["steps"]) > 0:
-    cand_lists = [a for ep in demo_eps + extra_eps for a in ep.admissible if a]
-    drng = np.random.default_rng([seed, 0xD81])
-    pool = [
-      drills.copy_drill(
-        tok,
-        cand_lists[int(drng.integers(len(cand_lists)))],
-        int(d["num_queries"]),
-        drng,
-        answer_format=cfg["policy_answer"],
-      )
-      for _ in range(min(int(d["steps"]) * int(d["batch_size"]), 2048))
-    ]
-    base, _ = sft.train_sft(
-      base, pool, _sft_config(d), seed=seed, pad_id=pad, log=log, name="drill"
+
+  def fresh_base():
+    return Qwen(model_cfg, rngs=nnx.Rngs(seed))
+
+  base, drill_info = fresh_base(), {}
+  if int(cfg["drill"]["steps"]):
+    base, drill_info = _train_model(
+      store,
+      "drill",
+      fresh_base,
+      _drill_samples(tok, data, cfg),
+      _sft_config(cfg["drill"]),
+      seed,
+      pad,
+      log,
     )
   lap("drill")
 
-  # 4. policy SFT ---------------------------------------------------------
   ps = cfg["policy_sft"]
-  repeats = demos.verb_balance_repeats(
-    demo_eps, float(cfg["demo_verb_balance"])
-  )
-  # each example is tokenized once and enters the pool `repeats` times
-  pol_samples = [
-    sample
-    for sample, r in zip(
-      (
-        drills.boxed_answer_sample(
-          tok, e.prompt_text, e.response_text, float(ps["answer_weight"])
-        )
-        for e in pol_ex
-      ),
-      repeats,
-      strict=True,
-    )
-    for _ in range(r)
-  ]
-  held_samples = [
-    drills.boxed_answer_sample(tok, e.prompt_text, e.response_text, 1.0)
-    for e in heldout_pol
-  ][:128]
-  lm = int(ps["length_multiple"])
-  loss_before = sft.response_loss(
-    base, held_samples, pad_id=pad, length_multiple=lm
-  )
-  policy, _ = sft.train_sft(
-    base,
-    pol_samples,
+  policy, policy_info = _train_model(
+    store,
+    "policy_sft",
+    lambda: base,
+    _policy_samples(tok, data, cfg),
     _sft_config(ps),
-    seed=seed + 1,
-    pad_id=pad,
-    log=log,
-    name="policy_sft",
-  )
-  loss_after = sft.response_loss(
-    policy, held_samples, pad_id=pad, length_multiple=lm
-  )
-  log(
-    f"[warmstart] policy held-out response loss {loss_before:.4f} -> "
-    f"{loss_after:.4f}"
+    seed + 1,
+    pad,
+    log,
+    probe=_policy_probe(cfg, tok, data.select_games)
+    if int(ps["eval_every"])
+    else None,
+    checkpoint_every=int(ps["eval_every"]) or 0,
   )
   lap("policy_sft")
 
-  # 5. reward-model SFT ---------------------------------------------------
+  ev, H = cfg["eval"], cfg["history_steps"]
+  own = _play(policy, tok, data.judge_games, ev, H, seed + 23)["records"]
   rs = cfg["rm_sft"]
+  rm_init = {
+    "drill": lambda: base,
+    "policy": lambda: policy,
+    "scratch": lambda: Qwen(model_cfg, rngs=nnx.Rngs(seed + 7)),
+  }[cfg["rm_init"]]
   rm_samples = [
     drills.boxed_answer_sample(
       tok, e.prompt_text, e.response_text, float(rs["answer_weight"])
     )
-    for e in judge_ex
+    for e in data.judge_ex
   ]
-  rm_base = {
-    "drill": lambda: base,
-    "policy": lambda: policy,
-    "scratch": lambda: Qwen(model_cfg, rngs=nnx.Rngs(seed + 7)),
-  }[cfg["rm_init"]]()
-  held_judge_samples = [
-    drills.boxed_answer_sample(tok, e.prompt_text, e.response_text, 1.0)
-    for e in heldout_judge
-  ][:64]
-  lm = int(rs["length_multiple"])
-  rm_loss_before = sft.response_loss(
-    rm_base, held_judge_samples, pad_id=pad, length_multiple=lm
-  )
-  reward, _ = sft.train_sft(
-    rm_base,
+  probe_records = _sample_records(own, int(ev["rm_max_steps"]), seed)
+  reward, rm_info = _train_model(
+    store,
+    "rm_sft",
+    rm_init,
     rm_samples,
     _sft_config(rs),
-    seed=seed + 2,
-    pad_id=pad,
-    log=log,
-    name="rm_sft",
-  )
-  rm_loss_after = sft.response_loss(
-    reward, held_judge_samples, pad_id=pad, length_multiple=lm
+    seed + 2,
+    pad,
+    log,
+    probe=_judge_probe(cfg, tok, probe_records)
+    if int(rs["eval_every"])
+    else None,
+    checkpoint_every=int(rs["eval_every"]) or 0,
   )
   lap("rm_sft")
 
-  # 6. evaluation ----------------------------------------------------------
-  ev = cfg["eval"]
-  play = evaluate.play_policy(
-    policy,
-    tok,
-    eval_games,
-    history_steps=H,
-    max_steps=int(ev["max_steps"]),
-    temperature=float(ev["temperature"]),
-    greedy=bool(ev["greedy"]),
-    seed=seed,
-    batch_size=int(ev["batch_size"]),
-  )
-  log(
-    f"[warmstart] policy success {play['success_rate']:.3f} on "
-    f"{play['num_games']} held-out games (mean steps {play['mean_steps']:.1f})"
-  )
-  lap("policy_eval")
-  records = play["records"]
-  pick = np.random.default_rng([seed, 0xE7A]).permutation(len(records))
-  own = [records[i] for i in sorted(pick[: int(ev["rm_max_steps"])])]
-  rm_own = evaluate.judge_accuracy(
-    reward, tok, own, seed=seed, batch_size=int(ev["batch_size"])
-  )
-  rm_held = evaluate.judge_accuracy(
-    reward,
-    tok,
-    [evaluate.StepRecord(*e.parts, e.label) for e in heldout_judge],
-    seed=seed,
-    batch_size=int(ev["batch_size"]),
-  )
-  log(
-    "[warmstart] judge process accuracy on policy steps "
-    f"{rm_own['accuracy']:.3f} "
-    f"(balanced {rm_own['balanced_accuracy']:.3f}); on held-out noisy steps "
-    f"{rm_held['accuracy']:.3f}"
-  )
-  lap("rm_eval")
+  metrics = _final_metrics(policy, reward, tok, data, cfg, probe_records, log)
+  lap("eval")
 
-  # 7. save -------------------------------------------------------------
-  dirs = {k: os.path.join(out_dir, k) for k in ("policy", "reward")}
-  save_qwen(policy, dirs["policy"], tokenizer=tok)
-  save_qwen(reward, dirs["reward"], tokenizer=tok)
+  save_qwen(policy, os.path.join(out_dir, "policy"), tokenizer=tok)
+  save_qwen(reward, os.path.join(out_dir, "reward"), tokenizer=tok)
   lap("save")
   times["total"] = round(time.perf_counter() - t_all, 2)
   report = {
@@ -363,37 +364,80 @@ def build_warm_start(
     "config_hash": digest,
     "timings_s": times,
     "cache_hit": False,
-    "num_policy_examples": len(pol_samples),
+    "data": data.summary(),
+    "num_policy_examples": len(data.pol_ex),
     "num_rm_examples": len(rm_samples),
     "num_params": int(sum(x.size for x in jax_leaves(policy))),
+    "curves": {
+      "drill": drill_info,
+      "policy_sft": policy_info,
+      "rm_sft": rm_info,
+    },
+    **metrics,
+  }
+  marker = {"config_hash": digest, "config": cfg, "report": report}
+  if provenance:
+    marker["provenance"] = provenance
+  tmp = marker_path + ".tmp"
+  with open(tmp, "w") as f:
+    json.dump(marker, f, indent=1)
+  os.replace(tmp, marker_path)
+  log(f"[warmstart] done in {times['total']:.1f}s: {json.dumps(times)}")
+  return {
+    "tokenizer_dir": tok_dir,
+    "policy_dir": os.path.join(out_dir, "policy"),
+    "reward_dir": os.path.join(out_dir, "reward"),
+    "report": report,
+  }
+
+
+def _sample_records(records, num, seed):
+  pick = np.random.default_rng([seed, 0xE7A]).permutation(len(records))
+  return [records[i] for i in sorted(pick[:num])]
+
+
+def _final_metrics(policy, reward, tok, data, cfg, own_records, log) -> dict:
+  """The report's policy and judge measurements (held-out games/states)."""
+  ev, H, seed = cfg["eval"], cfg["history_steps"], int(cfg["seed"])
+  play = _play(policy, tok, data.eval_games, ev, H, seed)
+  log(
+    f"[warmstart] policy success {play['success_rate']:.3f} on "
+    f"{play['num_games']} held-out games (mean steps {play['mean_steps']:.1f})"
+  )
+  choice = evaluate.choice_accuracy_by_verb(
+    policy, tok, data.heldout_eps, history_steps=H, seed=seed
+  )
+  log(f"[warmstart] greedy choice accuracy by verb: {json.dumps(choice)}")
+  batch = int(ev["batch_size"])
+  rm_own = evaluate.judge_accuracy(
+    reward, tok, own_records, seed=seed, batch_size=batch
+  )
+  rm_held = evaluate.judge_accuracy(
+    reward,
+    tok,
+    [evaluate.StepRecord(*e.parts, e.label) for e in data.heldout_judge],
+    seed=seed,
+    batch_size=batch,
+  )
+  log(
+    "[warmstart] judge on the policy's steps: accuracy "
+    f"{rm_own['accuracy']:.3f}, balanced {rm_own['balanced_accuracy']:.3f}, "
+    f"+1 votes {rm_own['vote_positive_rate']:.3f} "
+    f"(+1 labels {rm_own['label_positive_rate']:.3f})"
+  )
+  return {
     "policy": {
       "success_rate": play["success_rate"],
       "mean_steps": play["mean_steps"],
       "num_games": play["num_games"],
       "eval": dict(ev),
-      "heldout_response_loss_before": loss_before,
-      "heldout_response_loss_after": loss_after,
-      "expert_demo_success": float(np.mean([e.won for e in demo_eps])),
+      "choice_accuracy_by_verb": choice,
+      "expert_demo_success": float(np.mean([e.won for e in data.demo_eps])),
     },
     "reward_model": {
       "on_policy_steps": rm_own,
       "on_heldout_noisy_steps": rm_held,
-      "heldout_response_loss_before": rm_loss_before,
-      "heldout_response_loss_after": rm_loss_after,
     },
-  }
-  tmp = marker_path + ".tmp"
-  with open(tmp, "w") as f:
-    json.dump(
-      {"config_hash": digest, "config": cfg, "report": report}, f, indent=2
-    )
-  os.replace(tmp, marker_path)
-  log(f"[warmstart] done in {times['total']:.1f}s: {json.dumps(times)}")
-  return {
-    "tokenizer_dir": tok_dir,
-    "policy_dir": dirs["policy"],
-    "reward_dir": dirs["reward"],
-    "report": report,
   }
 
 

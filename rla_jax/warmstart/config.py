@@ -34,7 +34,9 @@ Fields (all have working defaults, see `default_warmstart_config`):
   policy_sft.*         steps, batch_size, learning_rate, prompt_weight,
                        answer_weight (loss weight of the boxed index tokens),
                        length_multiple (padded lengths: fewer compiles vs
-                       less padding)
+                       less padding); eval_every > 0 probes success on
+                       eval_games valid_seen games every eval_every steps
+                       and stops once it reaches target_success
   num_rm_episodes      noisy episodes providing judge examples
   rm_epsilon           their random-action probability
   num_rm_examples      judge SFT examples (balanced +1/-1)
@@ -42,9 +44,15 @@ Fields (all have working defaults, see `default_warmstart_config`):
   rm_init              "policy" (start from the SFT'd policy, which already
                        reads the game text), "drill" (the drill-pretrained
                        base) or "scratch" (random init)
-  rm_sft.*             as policy_sft
+  rm_sft.*             as policy_sft; eval_every > 0 probes the judge on the
+                       policy's steps in eval.judge_games valid_unseen games
+                       and stops once its balanced accuracy is within
+                       target_balanced [lo, hi] and its +1 vote rate within
+                       0.15 of the +1 label share
   eval.*               num_games (valid_seen), max_steps, temperature,
-                       greedy, batch_size, rm_max_steps (judge eval cap)
+                       greedy, batch_size, rm_max_steps (judge eval cap),
+                       judge_games (valid_unseen games whose policy steps
+                       probe and score the judge)
 """
 
 from __future__ import annotations
@@ -96,6 +104,9 @@ _DEFAULTS: dict[str, Any] = {
     "prompt_weight": 0.1,
     "answer_weight": 3.0,
     "length_multiple": 128,
+    "eval_every": 0,
+    "eval_games": 32,
+    "target_success": 1.0,
   },
   "num_rm_episodes": 120,
   "rm_epsilon": 0.5,
@@ -109,6 +120,8 @@ _DEFAULTS: dict[str, Any] = {
     "prompt_weight": 0.05,
     "answer_weight": 3.0,
     "length_multiple": 128,
+    "eval_every": 0,
+    "target_balanced": [0.0, 1.0],
   },
   "eval": {
     "num_games": 16,
@@ -117,6 +130,7 @@ _DEFAULTS: dict[str, Any] = {
     "greedy": False,
     "batch_size": 16,
     "rm_max_steps": 96,
+    "judge_games": 16,
   },
 }
 

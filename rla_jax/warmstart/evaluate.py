@@ -10,6 +10,7 @@ judge's score with a reference step label).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Sequence
 
@@ -195,4 +196,61 @@ def judge_accuracy(
     "vote_positive_rate": float((scores > 0).mean()),
     "unparseable_rate": float((scores == 0).mean()),
     "num_steps": int(len(records)),
+  }
+
+
+def choice_accuracy_by_verb(
+  model: Qwen,
+  tokenizer,
+  episodes,
+  *,
+  history_steps: int | None,
+  seed: int = 0,
+  max_states: int = 512,
+  batch_size: int = 64,
+) -> dict[str, dict]:
+  """{demonstrator verb: {"states", "accuracy"}} plus "all": the share of
+  visited states of `episodes` (demos.Episode) where the policy's greedy
+  answer names the demonstrator's command, grouped by that command's verb
+  (go, take, open, ...)."""
+  states = [
+    (
+      agent_text.policy_step_text(
+        ep.observations[: k + 1],
+        ep.actions[:k],
+        ep.admissible[k],
+        history_steps,
+      ),
+      cmd,
+      candidate_actions(ep.admissible[k]),
+    )
+    for ep in episodes
+    for k, cmd in enumerate(ep.expert)
+    if cmd is not None
+  ][:max_states]
+  if not states:
+    raise ValueError("choice_accuracy_by_verb: no demonstrated states")
+  sampler = make_sampler(
+    model,
+    tokenizer,
+    max_prompt_len=2048,
+    max_new_tokens=32,
+    batch_size=batch_size,
+  )
+  hits = collections.defaultdict(list)
+  for c0 in range(0, len(states), batch_size):
+    part = states[c0 : c0 + batch_size]
+    out = sampler.generate(
+      [agent_text.chat_ids(tokenizer, p) for p, _, _ in part],
+      seed=seed,
+      greedy=True,
+    )
+    for (_, cmd, cands), toks in zip(part, out.tokens, strict=True):
+      answer = tokenizer.decode(toks, skip_special_tokens=True)
+      chosen = cands[parse_action_index(answer, len(cands))]
+      hits[cmd.split()[0]].append(chosen == cmd)
+      hits["all"].append(chosen == cmd)
+  return {
+    verb: {"states": len(h), "accuracy": float(np.mean(h))}
+    for verb, h in sorted(hits.items())
   }

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
+import os
 from collections.abc import Callable, Sequence
 
 import jax
@@ -181,6 +183,36 @@ def response_loss(
   return num / max(den, 1.0)
 
 
+@dataclasses.dataclass(frozen=True)
+class Probe:
+  """A periodic measurement during SFT: every `every` steps (and after the
+  last), `measure(model)` returns metrics; training stops after the first
+  probe whose metrics satisfy `done` (the warm start stops at a target
+  competence rather than at a step count)."""
+
+  every: int
+  measure: Callable[[Qwen], dict]
+  done: Callable[[dict], bool]
+
+
+@dataclasses.dataclass
+class SFTResult:
+  """The trained model, logged step metrics, probe results (each with its
+  "step") and the number of steps run (< cfg.steps if a probe stopped it)."""
+
+  model: Qwen
+  history: list[dict]
+  probes: list[dict]
+  steps_run: int
+
+
+def _adamw(cfg: SFTConfig) -> optax.GradientTransformation:
+  return optax.chain(
+    optax.clip_by_global_norm(cfg.grad_clip),
+    optax.adamw(lr_schedule(cfg), weight_decay=cfg.weight_decay),
+  )
+
+
 def train_sft(
   model: Qwen,
   samples: Sequence[tuple],
@@ -191,15 +223,21 @@ def train_sft(
   log: Callable[[str], None] = print,
   name: str = "sft",
   log_every: int = 50,
-) -> tuple[Qwen, list[dict]]:
-  """Runs cfg.steps AdamW steps on `samples`; returns (trained model,
-  per-step metrics)."""
+  probe: Probe | None = None,
+  checkpoint_dir: str | None = None,
+  checkpoint_every: int = 0,
+) -> SFTResult:
+  """Runs up to cfg.steps AdamW steps on `samples`.
+
+  With `checkpoint_dir`, the parameters, optimizer state, logs and probe
+  results are saved (Orbax) every `checkpoint_every` steps and at every
+  probe, and a later call with the same arguments resumes from the latest
+  save: the batches are a fixed function of `seed`, so the resumed run
+  takes the same steps an uninterrupted one would.
+  """
   if not samples:
     raise ValueError(f"{name}: no training samples")
-  tx = optax.chain(
-    optax.clip_by_global_norm(cfg.grad_clip),
-    optax.adamw(lr_schedule(cfg), weight_decay=cfg.weight_decay),
-  )
+  tx = _adamw(cfg)
   graphdef, state = nnx.split(model)
   state = jax.tree.map(jnp.copy, state)  # the step donates; keep `model` valid
   opt_state = tx.init(state)
@@ -211,11 +249,22 @@ def train_sft(
   )
   rng = np.random.default_rng([seed, 0x5F7])
   lengths = [len(s[0]) + len(s[1]) for s in samples]
-  history = []
   batches = length_grouped_batches(lengths, cfg.batch_size, cfg.steps, rng)
-  for step, idx in enumerate(batches):
+  ckpt = _SFTCheckpoint(checkpoint_dir, name) if checkpoint_dir else None
+  history, probes, first = [], [], 0
+  if ckpt is not None and ckpt.latest() is not None:
+    state, opt_state, meta = ckpt.restore(state, opt_state)
+    history, probes, first = meta["history"], meta["probes"], meta["step"]
+    log(f"[warmstart] {name}: resumed at step {first} from {ckpt.directory}")
+    if probes and probe is not None and probe.done(probes[-1]):
+      return SFTResult(nnx.merge(graphdef, state), history, probes, first)
+  steps_run = cfg.steps
+  for step in range(first, cfg.steps):
     batch = pack_sft_batch(
-      [samples[i] for i in idx], cfg.batch_size, cfg.length_multiple, pad_id
+      [samples[i] for i in batches[step]],
+      cfg.batch_size,
+      cfg.length_multiple,
+      pad_id,
     )
     state, opt_state, m = step_fn(state, opt_state, batch)
     if step % log_every == 0 or step == cfg.steps - 1:
@@ -226,4 +275,45 @@ def train_sft(
         f"[warmstart] {name} step {step}/{cfg.steps} loss {m['loss']:.4f} "
         f"response_loss {m['response_loss']:.4f} grad_norm {m['grad_norm']:.3f}"
       )
-  return nnx.merge(graphdef, state), history
+    done_steps = step + 1
+    stop = False
+    if probe is not None and (
+      done_steps % probe.every == 0 or done_steps == cfg.steps
+    ):
+      result = {"step": done_steps, **probe.measure(nnx.merge(graphdef, state))}
+      probes.append(result)
+      log(f"[warmstart] {name} probe {json.dumps(result)}")
+      stop = probe.done(result)
+    saving = stop or (checkpoint_every and done_steps % checkpoint_every == 0)
+    if ckpt is not None and (
+      saving or probes and probes[-1]["step"] == done_steps
+    ):
+      ckpt.save(done_steps, state, opt_state, history, probes)
+    if stop:
+      steps_run = done_steps
+      log(f"[warmstart] {name}: probe target reached after {done_steps} steps")
+      break
+  return SFTResult(nnx.merge(graphdef, state), history, probes, steps_run)
+
+
+class _SFTCheckpoint:
+  """Orbax saves of one SFT run (the loop's checkpointer, one tree)."""
+
+  def __init__(self, directory: str, name: str):
+    from rla_jax.checkpoint import LoopCheckpointer
+
+    self.directory = os.path.join(directory, name)
+    self.inner = LoopCheckpointer(self.directory, max_to_keep=1)
+
+  def latest(self) -> int | None:
+    return self.inner.latest_step()
+
+  def save(self, step, state, opt_state, history, probes) -> None:
+    meta = {"step": step, "history": history, "probes": probes}
+    self.inner.save(step, {"sft": {"params": state, "opt": opt_state}}, meta)
+
+  def restore(self, state, opt_state):
+    trees, meta = self.inner.restore(
+      self.latest(), {"sft": {"params": state, "opt": opt_state}}
+    )
+    return trees["sft"]["params"], trees["sft"]["opt"], meta
