@@ -1,8 +1,9 @@
 """Parity: the native engine and the installed alfworld/textworld engine give
 identical observations, sorted admissible command lists and won flags, on expert
 and random (incl. invalid) command sequences over 50+ generated games of all 6
-task types, a few perturbed and full-size games, and an ALFRED-style mangled-id
-game file. The expert wins in TextWorld too."""
+task types, a few perturbed and full-size games, two games of each difficulty
+level 1-4 and one level move, and an ALFRED-style mangled-id game file. The
+expert wins in TextWorld too."""
 
 import os
 import random
@@ -19,12 +20,15 @@ pytest.importorskip("alfworld")
 
 from rla_jax.envs.alfworld import (
   expert_plan,
+  game_level,
   generate_split,
+  level_move,
   load_game,
   make_env,
   next_action,
   perturb_game,
 )
+from rla_jax.envs.alfworld.generator import LEVELS
 from rla_jax.envs.alfworld.types_tables import TASK_TYPE_NAMES
 
 INVALID = [
@@ -52,7 +56,24 @@ def _parity_games():
     if p
   ]
   full = generate_split("valid_unseen", 2, seed=1, room_size="full")
-  return small + perturbed + full
+  return small + perturbed + full + _level_games()
+
+
+def _level_games():
+  """Two generated games per difficulty level, and a level-1 game's move to
+  level 2 (fixed room and scene); every level is a game_level here."""
+  games = [
+    g
+    for level in sorted(LEVELS)
+    for g in generate_split("valid_unseen", 2, seed=level, levels=[level])
+  ]
+  moved = level_move(
+    games[0], "harder", np.random.default_rng(0), split="valid_unseen"
+  )
+  assert game_level(moved) == 2 and moved.scene == games[0].scene
+  games.append(moved)
+  assert {game_level(g) for g in games} == set(LEVELS)
+  return games
 
 
 def _compare(nat_out, tw_out, where):

@@ -8,10 +8,11 @@ Two implementations share one interface, chosen by config:
     \\boxed{A,B} over several attempts; the first attempt that yields a
     valid, solvable game wins. It is never trained.
   * `RuleBasedEnvModel`: uses the same feedback numerically: it draws
-    perturbations (`perturb_game`) and picks the variant whose expert plan
-    length moves furthest in the requested direction when the parent is far
-    outside the [low, high] band (accuracy 0 or 1, or many high-risk steps),
-    and the mildest change otherwise.
+    perturbations (`perturb_game`) and a move one generator level up or
+    down (`level_move`), and picks the variant that moves furthest in the
+    requested direction, by (game_level, expert plan length), when the
+    parent is far outside the [low, high] band (accuracy 0 or 1, or many
+    high-risk steps), and the mildest change otherwise.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from rla_jax.envs.alfworld import (
   apply_goal_tokens,
   describe_game_for_proposal,
   expert_plan,
+  game_level,
+  level_move,
   perturb_game,
 )
 from rla_jax.rl import agent_text, prompts
@@ -63,10 +66,38 @@ def build_feedback(episodes, scores: np.ndarray) -> Feedback:
 
 
 class RuleBasedEnvModel:
-  """Feedback-guided perturbation without an LLM."""
+  """Feedback-guided perturbation and level moves without an LLM.
 
-  def __init__(self, num_draws: int = 6, low: float = 0.2, high: float = 0.8):
+  num_draws: perturbation draws per proposal; low / high: the adaptation
+  band; level_moves: whether a game one generator level up / down (same
+  type and room where possible, `level_move`) joins the candidates.
+  """
+
+  def __init__(
+    self,
+    num_draws: int = 6,
+    low: float = 0.2,
+    high: float = 0.8,
+    level_moves: bool = True,
+  ):
     self.num_draws, self.low, self.high = num_draws, low, high
+    self.level_moves = level_moves
+
+  def candidates(
+    self, game: Game, direction: str, rng: np.random.Generator
+  ) -> list[Game]:
+    """Distinct valid variants of `game` for `direction`: `num_draws`
+    perturbations, then the level move (in that order of `rng` use)."""
+    variants = {}
+    for _ in range(self.num_draws):
+      v = perturb_game(game, direction, rng)
+      if v is not None and v.game_id != game.game_id:
+        variants[v.game_id] = v
+    if self.level_moves:
+      v = level_move(game, direction, rng)
+      if v is not None and v.game_id != game.game_id:
+        variants[v.game_id] = v
+    return list(variants.values())
 
   def propose(
     self,
@@ -75,22 +106,19 @@ class RuleBasedEnvModel:
     feedback: Feedback,
     rng: np.random.Generator,
   ) -> Game | None:
-    variants = {}
-    for _ in range(self.num_draws):
-      v = perturb_game(game, direction, rng)
-      if v is not None and v.game_id != game.game_id:
-        variants[v.game_id] = v
+    """One of `candidates`, ranked by (game_level, expert plan length): a
+    level move outranks every same-level perturbation in its direction. Far
+    outside the band (all fail / all succeed, or every failure has 3+
+    all-negative steps) the strongest change, else the mildest."""
+    variants = self.candidates(game, direction, rng)
     if not variants:
       return None
-    base = len(expert_plan(game) or [])
     ranked = sorted(
-      variants.values(),
-      key=lambda v: (len(expert_plan(v) or []) - base, v.game_id),
+      variants,
+      key=lambda v: (game_level(v), len(expert_plan(v) or []), v.game_id),
     )
     if direction == "easier":
-      ranked.reverse()  # shortest plans first
-    # Far outside the band (all fail / all succeed, or every failure has
-    # all-negative steps): take the strongest change, else the mildest.
+      ranked.reverse()  # lowest level, shortest plans last
     extreme = feedback.accuracy in (0.0, 1.0) or (
       feedback.failed and feedback.num_high_risk >= len(feedback.failed) * 3
     )

@@ -14,12 +14,14 @@ Public API::
         / label_progress(game, actions, action)
     perturb_game(game, direction, rng) / apply_goal_tokens(game, a, b)
         / describe_game_for_proposal(game)
+    level_move(game, direction, rng) / level_variant(game, level, rng)
+        # a fresh game one difficulty level up / down, same room and scene
 
 Modules: types_tables (ALFRED tables), game (Game), pddl_io (files), text
 (surface strings), engine (native rules), batched_env (the interface) / env
 (make_env) / native_env / textworld_backend (batched envs), expert (oracle
-planner, progress labels), generator (rooms, tasks, splits), perturb
-(adaptation).
+planner, progress labels), generator (rooms, tasks, splits, levels), perturb
+(adaptation), level_moves (adaptation along the levels).
 """
 
 from rla_jax.envs.alfworld.env import BACKENDS, MAX_STEPS, BatchedEnv, make_env
@@ -30,7 +32,8 @@ from rla_jax.envs.alfworld.expert import (
   next_action,
 )
 from rla_jax.envs.alfworld.game import Game
-from rla_jax.envs.alfworld.generator import generate_split
+from rla_jax.envs.alfworld.generator import game_level, generate_split
+from rla_jax.envs.alfworld.level_moves import level_move, level_variant
 from rla_jax.envs.alfworld.pddl_io import load_game, write_game
 from rla_jax.envs.alfworld.perturb import (
   apply_goal_tokens,
@@ -47,8 +50,11 @@ __all__ = [
   "apply_goal_tokens",
   "describe_game_for_proposal",
   "expert_plan",
+  "game_level",
   "generate_split",
   "label_progress",
+  "level_move",
+  "level_variant",
   "load_game",
   "make_env",
   "next_action",

@@ -135,6 +135,25 @@ def split_scenes(split: str, room: str) -> tuple[int, ...]:
   )
 
 
+def check_place(
+  split: str, task_type: str, room: str | None, scene: int | None
+) -> None:
+  """ValueError unless ``room`` (None: drawn) is a room kind of
+  ``task_type`` and ``scene`` (None: drawn) a scene of it that ``split``
+  may use."""
+  if room is None:
+    if scene is not None:
+      raise ValueError(f"scene {scene} needs a room")
+    return
+  if room not in VALID_ROOMS[task_type]:
+    raise ValueError(
+      f"room {room!r} has no {task_type} games (rooms: "
+      f"{VALID_ROOMS[task_type]})"
+    )
+  if scene is not None and scene not in split_scenes(split, room):
+    raise ValueError(f"scene {scene} is not a {split} scene of the {room}")
+
+
 def scene_layout(room: str, scene: int) -> tuple[tuple[str, int], ...]:
   """Fixed receptacle multiset ``((type, count), ...)`` of a scene (sorted by
   type)."""
@@ -285,13 +304,18 @@ def generate_game(
   room_size: str = "full",
   attempt: int = 0,
   level: int | None = None,
+  room: str | None = None,
+  scene: int | None = None,
 ) -> Game:
   """One game (not yet validated) from the seed material
   ``[seed, split, index, attempt]`` (``[..., attempt, level]`` with a level).
 
   ``level`` (a key of LEVELS) overrides ``room_size``: its receptacle count,
-  distractors and whether targets may start in closed receptacles.
+  distractors and whether targets may start in closed receptacles. ``room``
+  / ``scene`` fix the room kind / scene (`check_place`) instead of drawing
+  them.
   """
+  check_place(split, task_type, room, scene)
   material = [seed, _SPLIT_CODE[split], index, attempt]
   rules = None
   if level is not None:
@@ -301,8 +325,8 @@ def generate_game(
     material.append(int(level))
     room_size = "full" if rules.receptacles is None else "small"
   rng = np.random.default_rng(material)
-  room = _choose(rng, VALID_ROOMS[task_type])
-  scene = _choose(rng, split_scenes(split, room))
+  room = _choose(rng, VALID_ROOMS[task_type]) if room is None else room
+  scene = _choose(rng, split_scenes(split, room)) if scene is None else scene
   layout = dict(scene_layout(room, scene))
   cands = _task_candidates(task_type, room, sorted(layout))
   if not cands:
@@ -430,12 +454,16 @@ def generate_valid_game(
   task_type: str,
   room_size: str = "full",
   level: int | None = None,
+  room: str | None = None,
+  scene: int | None = None,
 ) -> Game:
-  """First attempt (0, 1, ...) that yields a valid, expert-solvable game."""
+  """First attempt (0, 1, ...) that yields a valid, expert-solvable game
+  (``room`` / ``scene``: as in `generate_game`)."""
+  check_place(split, task_type, room, scene)
   for attempt in range(_MAX_ATTEMPTS):
     try:
       game = generate_game(
-        split, index, seed, task_type, room_size, attempt, level
+        split, index, seed, task_type, room_size, attempt, level, room, scene
       )
       validate_game(game)
       return game
@@ -443,7 +471,7 @@ def generate_valid_game(
       continue
   raise RuntimeError(
     f"no valid {task_type} game for split={split} index={index} seed={seed}"
-    f" level={level}"
+    f" level={level} room={room} scene={scene}"
   )
 
 
