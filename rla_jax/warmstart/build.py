@@ -119,9 +119,17 @@ def _sft_config(d: dict) -> sft.SFTConfig:
 
 
 def build_warm_start(
-  cfg, out_dir: str, *, log: Callable[[str], None] = print
+  cfg,
+  out_dir: str,
+  *,
+  work_dir: str | None = None,
+  provenance: dict | None = None,
+  log: Callable[[str], None] = print,
 ) -> dict:
   """Builds (or reuses) the warm start in out_dir.
+
+  provenance (how the build was made) is stored in the marker under
+  "provenance"; work_dir is accepted and unused.
 
   Returns dict(tokenizer_dir, policy_dir, reward_dir, report): report holds
   the resolved config, per-stage wall times, policy success, judge
@@ -385,7 +393,14 @@ def build_warm_start(
   tmp = marker_path + ".tmp"
   with open(tmp, "w") as f:
     json.dump(
-      {"config_hash": digest, "config": cfg, "report": report}, f, indent=2
+      {
+        "config_hash": digest,
+        "config": cfg,
+        "report": report,
+        "provenance": dict(provenance or {}),
+      },
+      f,
+      indent=2,
     )
   os.replace(tmp, marker_path)
   log(f"[warmstart] done in {times['total']:.1f}s: {json.dumps(times)}")
