@@ -12,8 +12,8 @@ variants must produce the same tokens (padding changes no row).
 
   python benchmarks/bench_rollout.py [--warmstart DIR] [--repeats 2]
 
-DIR is a built warm start (default: the cache of `--config=alfworld`,
-$RLA_JAX_CACHE or ~/.cache/rla_jax, under alfworld/default).
+DIR is a built warm start (default: the one `--config=alfworld` loads,
+its config.warmstart.dir).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import time
 
 import jax.numpy as jnp
 
+from configs import alfworld
 from rla_jax.envs.alfworld import generate_split
 from rla_jax.models.hf_io import load_qwen
 from rla_jax.rl import agent_text
@@ -32,13 +33,13 @@ from rla_jax.rl.alfworld_rollout import SamplingParams, rollout_episodes
 from rla_jax.sampling.buckets import power_of_two_buckets
 from rla_jax.sampling.sampler import Sampler
 from rla_jax.tokenizer import load_tokenizer
-from rla_jax.warmstart.coding import cache_root
+from rla_jax.warmstart.settings import warm_start_dir
 
 
 def main():
   ap = argparse.ArgumentParser()
   ap.add_argument(
-    "--warmstart", default=os.path.join(cache_root(""), "alfworld", "default")
+    "--warmstart", default=warm_start_dir(alfworld.get_config().warmstart.dir)
   )
   ap.add_argument("--repeats", type=int, default=2)
   ap.add_argument("--tasks", type=int, default=6)
@@ -48,8 +49,8 @@ def main():
   if not os.path.isdir(os.path.join(args.warmstart, "policy")):
     raise SystemExit(
       f"--warmstart {args.warmstart!r} has no policy/ dir: "
-      "build it first (python launch/tpu_run.py "
-      "--config=alfworld)"
+      "build it first (python launch/build_warmstart.py "
+      "--config=alfworld --out=DIR)"
     )
   tok = load_tokenizer(os.path.join(args.warmstart, "tokenizer"))
   model = load_qwen(

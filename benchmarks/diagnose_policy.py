@@ -2,7 +2,7 @@
 how often it picks the expert's command, by the expert's verb.
 
     python benchmarks/diagnose_policy.py
-        --model_dir=$RLA_JAX_CACHE/alfworld/default
+        --model_dir=rla_jax/warmstart/shipped/alfworld
 
 `--model_dir` is a warm-start directory (holding `tokenizer/` and
 `policy/`). Prints two markdown tables:

@@ -2,8 +2,11 @@
 
 Presets:
   default  the embedded CPU run: warm-started tiny Qwen3 policy and judge
-           (built on first use, cached), small rooms, rule-based env model.
-  smoke    a seconds-long version of default for tests.
+           (the shipped warm start, rla_jax/warmstart/shipped/alfworld),
+           small rooms, rule-based env model.
+  smoke    a seconds-long version of default for tests (its warm start is
+           built by `python launch/build_warmstart.py --config=alfworld:smoke`
+           into warmstart.dir).
   paper    the paper's setting: Qwen2.5-7B-Instruct policy and a judge
            loaded from local HF checkpoint dirs, 16 tasks x 8 rollouts,
            40 steps, m = 3, lr 1e-6, full-size rooms, LLM env model.
@@ -13,6 +16,7 @@ import ml_collections
 
 from configs import common
 from rla_jax.errors import ConfigError
+from rla_jax.warmstart.settings import listed_settings
 
 PRESETS = ("default", "smoke", "paper")
 
@@ -26,17 +30,25 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c = common.base("alfworld")
   c.preset = preset
   c.total_steps = 8
-  # The embedded default's warm start (used when model dirs are empty);
-  # settings override rla_jax.warmstart.default_warmstart_config().
+  # The warm start the loop loads when model dirs are empty (it never
+  # builds one): the directory `python launch/build_warmstart.py
+  # --config=alfworld[:PRESET]` builds (its default --out), absolute or
+  # relative to the directory holding the rla_jax package ("" = the shipped
+  # default). The loop refuses a missing one, or one built for other
+  # settings, naming the build command. Every warm-start field
+  # (rla_jax/warmstart/config.py) is listed in settings, so any can be
+  # overridden with --config.warmstart.settings.<field>; the fields the loop
+  # derives (rla_jax.warmstart.settings.DERIVED: seed, room_size, levels,
+  # history_steps, set from warmstart.seed and env.*) are not, so setting
+  # them there is an unknown key rather than silently replaced.
   c.warmstart = ml_collections.ConfigDict(
     {
-      "cache_dir": "",  # "" = $RLA_JAX_CACHE or ~/.cache/rla_jax
-      "name": "default",
+      "dir": "rla_jax/warmstart/shipped/alfworld",
       "seed": 0,  # the warm start's own seed (RL seeds share one warm start)
       # A 3.4M-parameter Qwen3 (hidden 256): at hidden 128 the policy's
       # greedy choice accuracy on held-out expert states was half as high
       # (0.17 vs 0.32 after 150 SFT steps without drills).
-      "settings": ml_collections.ConfigDict(
+      "settings": listed_settings(
         {
           "model": {
             "hidden_size": 256,
@@ -172,8 +184,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   )
   if preset == "smoke":
     c.total_steps = 2
-    c.warmstart.name = "smoke"
-    c.warmstart.settings = ml_collections.ConfigDict(
+    c.warmstart.dir = "runs/warmstart/alfworld-smoke"
+    c.warmstart.settings = listed_settings(
       {
         "num_pretrain_games": 12,
         "num_demo_episodes": 8,
@@ -242,16 +254,4 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       max_steps=50,
     )
     c.mesh.update(data=1, fsdp=-1, tensor=1)
-  # Every warm-start field (rla_jax/warmstart/config.py, e.g. demo_expert,
-  # policy_answer) is listed, resolved against its defaults, so any of them
-  # can be overridden with --config.warmstart.settings.<field>. Not listed:
-  # the fields the loop sets from warmstart.seed, env.room_size and
-  # env.history_steps, so that overriding them there is an unknown key
-  # rather than silently replaced.
-  from rla_jax.warmstart.config import resolve_config
-
-  settings = resolve_config(c.warmstart.settings)
-  for derived in ("seed", "room_size", "levels", "history_steps"):
-    del settings[derived]
-  c.warmstart.settings = ml_collections.ConfigDict(settings)
   return c

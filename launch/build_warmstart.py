@@ -1,77 +1,156 @@
-"""Builds the embedded warm start (tokenizer, policy, judge) of a preset.
+"""Builds the ALFWorld warm start a run's config asks for (the RL loop only
+loads one).
 
-    python launch/build_warmstart.py --config=alfworld [--out=DIR]
-        [--work_dir=DIR] [--config.warmstart.settings.<field>=...]
+  python launch/build_warmstart.py --config=alfworld          # the shipped
+  python launch/build_warmstart.py --config=alfworld:smoke    # for tests
+  python launch/build_warmstart.py --config=alfworld \\
+      --config.warmstart.settings.policy_sft.steps=400 --out=/tmp/ws
 
-Writes Hugging Face directories and `warmstart.json` (config hash, resolved
-settings, training curves, final metrics and provenance: command, commit,
-date) into --out (default: the preset's warmstart.dir). --work_dir keeps
-finished stages and SFT checkpoints, so an interrupted build continues
-where it stopped when run again with the same flags.
+It takes the loop's config (the same --config=NAME[:PRESET] and
+--config.* overrides as launch/tpu_run.py), derives the warm-start settings
+exactly as the loop does (`rla_jax.warmstart.settings`), and builds into
+--out (default: config.warmstart.dir). The marker out/warmstart.json records
+the config hash, config, report and provenance (this command, the git
+commit, whether the tree was dirty, the UTC date). A run then uses it with
+--config.warmstart.dir=OUT. An --out holding a warm start for other settings
+is refused unless --overwrite.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _REPO not in sys.path:
+  sys.path.insert(0, _REPO)
 
-from absl import app, flags
+from absl import app, flags, logging
 from ml_collections import config_flags
 
-from launch.cli import log, parse_flags_or_fail, resolve_config_arg
+from launch.cli import (
+  enable_compilation_cache,
+  fail,
+  log,
+  parse_flags_or_fail,
+  resolve_config_arg,
+)
+from rla_jax.errors import ConfigError
 
 _CONFIG = config_flags.DEFINE_config_file(
-  "config", None, "Config file[:preset], e.g. --config=alfworld."
+  "config",
+  None,
+  "The run's config: NAME[:PRESET] (configs/NAME.py) or a path.",
+  lock_config=True,
 )
-_OUT = flags.DEFINE_string("out", "", "Output dir (default: warmstart.dir).")
+_OUT = flags.DEFINE_string(
+  "out", None, "Output directory; default config.warmstart.dir."
+)
 _WORK_DIR = flags.DEFINE_string(
-  "work_dir", "", "Resumable stages (default: <out>.work)."
+  "work_dir", None, "Directory for the build's intermediate files."
+)
+_OVERWRITE = flags.DEFINE_bool(
+  "overwrite",
+  False,
+  "Replace a warm start for other settings already in --out.",
 )
 
+_ARGV: list[str] = []  # the command as typed (before --config is rewritten)
 
-def _git(*args: str) -> str:
-  repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+def _git(*args: str) -> str | None:
   try:
-    return subprocess.run(
-      ["git", *args], cwd=repo, capture_output=True, text=True, check=True
-    ).stdout.strip()
-  except (OSError, subprocess.CalledProcessError):
-    return "unknown"
+    out = subprocess.run(
+      ["git", *args], cwd=_REPO, capture_output=True, text=True, timeout=30
+    )
+  except (OSError, subprocess.SubprocessError):
+    return None
+  return out.stdout if out.returncode == 0 else None
 
 
 def provenance(argv: list[str]) -> dict:
-  """What built the warm start: the command, the commit, its state, when."""
+  """How this build was made: the command, the repository's commit
+  ("unknown" outside a git checkout), whether its tree had uncommitted
+  changes (None when unknown) and the UTC date."""
+  commit = (_git("rev-parse", "HEAD") or "").strip() or "unknown"
+  status = _git("status", "--porcelain")
   return {
     "command": " ".join(["python", *argv]),
-    "commit": _git("rev-parse", "HEAD"),
-    "dirty": bool(_git("status", "--porcelain")),
-    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    "commit": commit,
+    "dirty": None if status is None else bool(status.strip()),
+    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+      timespec="seconds"
+    ),
   }
+
+
+def check_out_dir(out_dir: str, digest: str, overwrite: bool) -> None:
+  """ConfigError if out_dir holds a warm start for other settings (or an
+  unreadable marker) and overwrite is off: never replace one silently."""
+  from rla_jax.warmstart.directory import MARKER
+
+  path = os.path.join(out_dir, MARKER)
+  if overwrite or not os.path.exists(path):
+    return
+  try:
+    with open(path) as f:
+      have = str(json.load(f)["config_hash"])
+  except (OSError, ValueError, KeyError, TypeError):
+    have = "unreadable"
+  if have != digest:
+    raise ConfigError(
+      f"--out={out_dir!r} holds a warm start for config {have[:12]}, not "
+      f"this one ({digest[:12]}); choose another --out or pass --overwrite"
+    )
 
 
 def main(argv):
   del argv
-  from rla_jax.warmstart.build import build_warm_start
-  from rla_jax.warmstart.settings import warmstart_dir, warmstart_settings
-
   config = _CONFIG.value
-  out = _OUT.value or warmstart_dir(config)
+  if config is None:
+    raise app.UsageError("--config is required (e.g. --config=alfworld)")
+  from rla_jax.warmstart import settings as ws
+  from rla_jax.warmstart.config import config_hash
+
+  try:
+    if config.name != "alfworld":
+      raise ConfigError(
+        f"config.name {config.name!r}: build_warmstart.py builds the "
+        f"ALFWorld warm start (--config=alfworld[:PRESET])"
+      )
+    settings = ws.resolved_settings(config)  # bad settings fail here
+    out_dir = (
+      os.path.abspath(_OUT.value)
+      if _OUT.value
+      else ws.warm_start_dir(config.warmstart.dir)
+    )
+    check_out_dir(out_dir, config_hash(settings), _OVERWRITE.value)
+  except ConfigError as e:  # bad input: one message, no traceback
+    fail(e)
+  enable_compilation_cache()
+  from rla_jax.warmstart.build import build_warm_start
+
+  log(f"build_warmstart: {config.name}:{config.preset} -> {out_dir}")
   build_warm_start(
-    warmstart_settings(config),
-    out,
-    work_dir=_WORK_DIR.value or None,
-    provenance=provenance(sys.argv),
+    settings,
+    out_dir,
+    work_dir=_WORK_DIR.value,
+    provenance=provenance(_ARGV),
     log=log,
   )
+  log(f"build_warmstart: done; run with --config.warmstart.dir={out_dir}")
 
 
-def _parse_flags(argv):
-  return parse_flags_or_fail(resolve_config_arg(argv), _CONFIG)
+def _parse_flags(argv: list[str]) -> list[str]:
+  """Parses flags; a bad config file, preset or override is one message."""
+  return parse_flags_or_fail(argv, _CONFIG)
 
 
 if __name__ == "__main__":
+  _ARGV[:] = sys.argv
+  sys.argv = resolve_config_arg(sys.argv)
+  logging.set_verbosity(logging.WARNING)
   app.run(main, flags_parser=_parse_flags)

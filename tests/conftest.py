@@ -1,11 +1,14 @@
-"""Shared test fixtures: tiny random Hugging Face Qwen checkpoints.
+"""Shared test fixtures: tiny random Hugging Face Qwen checkpoints, and the
+smoke preset's ALFWorld warm start.
 
 Checkpoints are built with transformers (torch, CPU) in a temp dir once
-per session and loaded by rla_jax in the tests.
+per session and loaded by rla_jax in the tests; the warm start is built
+once per session by `launch/build_warmstart.py`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -94,3 +97,39 @@ def tiny_qwen3_dir(tmp_path_factory):
   return build_hf_checkpoint(
     str(tmp_path_factory.mktemp("qwen3")), "qwen3", tie=True
   )
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmStartBuild:
+  """A warm start built by `launch/build_warmstart.py` for a test session:
+  its directory, the command's argv and its stderr."""
+
+  dir: str
+  argv: list[str]
+  stderr: str
+
+
+@pytest.fixture(scope="session")
+def smoke_warm_start(tmp_path_factory) -> WarmStartBuild:
+  """The smoke preset's warm start, built once per session by the build
+  command (the loop only loads one): tests pass its `dir` as
+  config.warmstart.dir / --config.warmstart.dir."""
+  import subprocess
+  import sys
+
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  out = str(tmp_path_factory.mktemp("warmstart") / "alfworld-smoke")
+  argv = [
+    "launch/build_warmstart.py",
+    "--config=alfworld:smoke",
+    f"--out={out}",
+  ]
+  proc = subprocess.run(
+    [sys.executable, *argv],
+    capture_output=True,
+    text=True,
+    timeout=1200,
+    cwd=root,
+  )
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return WarmStartBuild(out, argv, proc.stderr)

@@ -32,13 +32,23 @@ def env(tmp_path_factory):
   cache = tmp_path_factory.mktemp("cache")
   return {
     **os.environ,
-    "RLA_JAX_CACHE": str(cache / "models"),
+    "RLA_JAX_CACHE": str(cache / "models"),  # the coding loop's models
     "RLA_JAX_XLA_CACHE": str(cache / "xla"),
   }
 
 
-def _cmd(case, workdir):
-  return [sys.executable, LAUNCH, *CASES[case], f"--workdir={workdir}"]
+def _cmd(case, workdir, warm_start):
+  extra = [f"--config.warmstart.dir={warm_start.dir}"] * (case == "alfworld")
+  return [sys.executable, LAUNCH, *CASES[case], *extra, f"--workdir={workdir}"]
+
+
+def _smoke(warm_start):
+  """The ALFWorld smoke config, loading the session's warm start."""
+  from configs import alfworld
+
+  c = alfworld.get_config("smoke")
+  c.warmstart.dir = warm_start.dir
+  return c
 
 
 def _rows(workdir):
@@ -54,11 +64,11 @@ def _rows(workdir):
 @pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
-  case, env, tmp_path
+  case, env, tmp_path, smoke_warm_start
 ):
   full = str(tmp_path / "full")
   proc = subprocess.run(
-    _cmd(case, full),
+    _cmd(case, full, smoke_warm_start),
     env=env,
     capture_output=True,
     text=True,
@@ -83,7 +93,7 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
 
   killed = str(tmp_path / "killed")
   child = subprocess.Popen(
-    _cmd(case, killed),
+    _cmd(case, killed, smoke_warm_start),
     env=env,
     cwd=ROOT,
     stdout=subprocess.DEVNULL,
@@ -99,7 +109,7 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
   assert not os.path.isdir(os.path.join(killed, "checkpoints", "2"))
 
   resumed = subprocess.run(
-    _cmd(case, killed),
+    _cmd(case, killed, smoke_warm_start),
     env=env,
     capture_output=True,
     text=True,
@@ -113,20 +123,18 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
 
 @pytest.mark.slow
 def test_judge_reference_is_the_base_policys_without_eval_at_start(
-  env, tmp_path, monkeypatch
+  tmp_path, smoke_warm_start
 ):
   """The judge's reference trajectories are the base policy's OOD episodes,
   whether an evaluation runs before training or not (the ablation's later
   stages skip it), so RM accuracies of different stages are paired."""
-  from configs import alfworld
   from rla_jax.rl.loops import make_loop
 
-  monkeypatch.setenv("RLA_JAX_CACHE", env["RLA_JAX_CACHE"])
   with_eval = make_loop(
-    alfworld.get_config("smoke"), str(tmp_path / "a"), log=lambda msg: None
+    _smoke(smoke_warm_start), str(tmp_path / "a"), log=lambda msg: None
   )
   with_eval.evaluate(-1)
-  c = alfworld.get_config("smoke")
+  c = _smoke(smoke_warm_start)
   c.eval.at_start = False
   without = make_loop(c, str(tmp_path / "b"), log=lambda msg: None)
   timings = {}
@@ -142,16 +150,16 @@ def test_judge_reference_is_the_base_policys_without_eval_at_start(
   assert [e.actions for e in a] == [e.actions for e in b]
 
 
-def test_evaluation_plays_several_rollouts_per_game(env, tmp_path, monkeypatch):
+def test_evaluation_plays_several_rollouts_per_game(
+  tmp_path, monkeypatch, smoke_warm_start
+):
   """eval.rollouts_per_game = 2: every eval game is played twice (rollout r
   of game g is episode r * G + g), success is the mean over all 2G runs, the
   judge's reference keeps one rollout per game, and a bad count is refused
   before any work."""
-  from configs import alfworld
   from rla_jax.rl.loops import make_loop
 
-  monkeypatch.setenv("RLA_JAX_CACHE", env["RLA_JAX_CACHE"])
-  c = alfworld.get_config("smoke")
+  c = _smoke(smoke_warm_start)
   c.eval.rollouts_per_game = 2
   loop = make_loop(c, str(tmp_path / "k2"), log=lambda msg: None)
   played = []
@@ -181,15 +189,13 @@ def test_evaluation_plays_several_rollouts_per_game(env, tmp_path, monkeypatch):
 
 
 def test_env_task_types_restrict_train_slots_and_eval_games(
-  env, tmp_path, monkeypatch
+  tmp_path, smoke_warm_start
 ):
   """env.task_types = one type: every training slot and evaluation game is
   of that type; an unknown name is refused before any work, naming the key."""
-  from configs import alfworld
   from rla_jax.rl.loops import make_loop
 
-  monkeypatch.setenv("RLA_JAX_CACHE", env["RLA_JAX_CACHE"])
-  c = alfworld.get_config("smoke")
+  c = _smoke(smoke_warm_start)
   c.env.task_types = "pick_heat_then_place_in_recep"
   loop = make_loop(c, str(tmp_path / "heat"), log=lambda msg: None)
   games = list(loop.registry.values()) + [

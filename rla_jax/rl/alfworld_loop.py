@@ -23,7 +23,6 @@ phases in the order the code runs them (`rla_jax.rl.phases`):
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 
 import numpy as np
@@ -41,7 +40,7 @@ from rla_jax.rl.alfworld_rollout import (
   rollout_episodes,
 )
 from rla_jax.rl.env_model import LLMEnvModel, RuleBasedEnvModel, build_feedback
-from rla_jax.rl.loop_common import LoopBase, primary_builds_first
+from rla_jax.rl.loop_common import LoopBase
 from rla_jax.rl.phases import (
   Resolution,
   StepRollouts,
@@ -56,6 +55,8 @@ from rla_jax.rl.phases import (
 )
 from rla_jax.rl.seeds import derive_seed
 from rla_jax.rl.training_data import RewardConfig, task_samples
+from rla_jax.warmstart import settings as warmstart_settings
+from rla_jax.warmstart.directory import WarmStart, load_warm_start_dir
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,35 +93,27 @@ class AlfworldLoop(LoopBase):
   title = "RLAnything on ALFWorld"
 
   def model_dirs(self) -> dict:
-    """Given checkpoint dirs, or the embedded warm start (built once and
-    cached under config.warmstart.cache_dir)."""
-    c = self.config
-    if c.model.policy_dir:
+    """Given checkpoint dirs, or the warm start in config.warmstart.dir
+    (found and checked by check_config; loaded, never built: every process
+    reads the same directory)."""
+    if self.config.model.policy_dir:
       return super().model_dirs()
-    from rla_jax.warmstart import build_warm_start
-    from rla_jax.warmstart.coding import cache_root
-
-    settings = self._warmstart_settings()
-    out_dir = os.path.join(
-      cache_root(c.warmstart.cache_dir), "alfworld", c.warmstart.name
-    )
-    result = primary_builds_first(
-      lambda: build_warm_start(settings, out_dir, log=self.log),
-      "rla_jax_warmstart",
-    )
-    self.warmstart_report = result.get("report", {})
-    return {k: result[k] for k in ("tokenizer_dir", "policy_dir", "reward_dir")}
+    self.log(f"warm start: loaded {self.warm_start.describe()}")
+    self.warmstart_report = self.warm_start.report
+    return self.warm_start.model_dirs()
 
   def fingerprint_fields(self) -> dict:
     return {
       **super().fingerprint_fields(),
-      "warmstart": self.config.warmstart.to_dict(),
+      # Not its directory: the same warm start may live elsewhere.
+      "warmstart": {
+        k: v for k, v in self.config.warmstart.to_dict().items() if k != "dir"
+      },
     }
 
   @property
   def history_steps(self) -> int | None:
-    h = self.config.env.history_steps
-    return None if h is None or h < 0 else int(h)
+    return warmstart_settings.history_steps(self.config.env)
 
   def check_config(self) -> None:
     e = self.config.env
@@ -138,25 +131,19 @@ class AlfworldLoop(LoopBase):
         f"config eval.rollouts_per_game={k!r} must be an int >= 1"
       )
     if not self.config.model.policy_dir:
-      from rla_jax.warmstart.config import resolve_config
+      self.warm_start = self.find_warm_start()
 
-      resolve_config(self._warmstart_settings())  # bad values fail here
-
-  def _warmstart_settings(self) -> dict:
-    """The warm start's settings: config.warmstart.settings, with its seed
-    (warmstart.seed, not the RL seed, so RL runs with different seeds, e.g.
-    the ablation's, share one cached warm start) and the prompts' room size
-    and history window (the warm start must see the prompts the loop will
-    render)."""
+  def find_warm_start(self) -> WarmStart:
+    """The warm start in config.warmstart.dir, checked against this run's
+    warm-start settings (`rla_jax.warmstart.settings`): ConfigError for bad
+    settings, a missing directory or one built for other settings, naming
+    the build command (cheap: reads one JSON marker)."""
     c = self.config
-    settings = c.warmstart.settings.to_dict()
-    settings.update(
-      seed=c.warmstart.seed,
-      room_size=c.env.room_size,
-      levels=list(c.env.levels),
-      history_steps=self.history_steps,
+    return load_warm_start_dir(
+      warmstart_settings.warm_start_dir(c.warmstart.dir),
+      warmstart_settings.resolved_settings(c),
+      warmstart_settings.build_command(c),
     )
-    return settings
 
   def build_tasks(self):
     c = self.config

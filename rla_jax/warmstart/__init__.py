@@ -8,13 +8,27 @@ Public API::
         -> dict(tokenizer_dir, policy_dir, reward_dir, report)
     load_warm_start(result) -> (tokenizer, policy Qwen, reward Qwen)
 
-Modules: config (defaults, hash), bpe_tokenizer (byte-level BPE + ChatML),
-demos (noisy-expert rollouts, policy/judge examples), drills (token samples,
-candidate-line copy drills), sft (supervised trainer), evaluate (policy
-success, judge process accuracy), build (the staged pipeline and its cache).
+Modules: config (defaults, hash), settings (a run's settings from its
+config), directory (loading a built warm-start directory), bpe_tokenizer
+(byte-level BPE + ChatML), demos (noisy-expert rollouts, policy/judge
+examples), drills (token samples, candidate-line copy drills), sft
+(supervised trainer), evaluate (policy success, judge process accuracy),
+build (the staged pipeline and its cache).
+
+The builder is imported on first use of `build_warm_start` /
+`load_warm_start`, so loading a warm start (the RL loop) never imports it.
 """
 
-from rla_jax.warmstart.build import build_warm_start, load_warm_start
+from __future__ import annotations
+
 from rla_jax.warmstart.config import default_warmstart_config
 
 __all__ = ["build_warm_start", "default_warmstart_config", "load_warm_start"]
+
+
+def __getattr__(name: str):
+  if name in ("build_warm_start", "load_warm_start"):
+    from rla_jax.warmstart import build
+
+    return getattr(build, name)
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
