@@ -30,6 +30,8 @@ sys.path.insert(0, _REPO)
 import jax
 import numpy as np
 
+from rla_jax.metrics.keys import is_wall_clock_key
+
 
 def _init_distributed() -> None:
   jax.config.update("jax_cpu_collectives_implementation", "gloo")
@@ -201,7 +203,7 @@ def closed_loop(models: str, workdir: str) -> dict[str, np.ndarray]:
   for role, learner in loop.learners.items():
     out.update(_flat_params(learner.state, f"loop/{role}/"))
   keep = [
-    {k: v for k, v in row.items() if k != "time" and not k.startswith("time/")}
+    {k: v for k, v in row.items() if not is_wall_clock_key(k)}
     for row in history
   ]
   out["loop_history"] = np.asarray(json.dumps(keep, sort_keys=True))

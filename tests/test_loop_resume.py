@@ -1,6 +1,7 @@
 """End-to-end closed loops through the launcher: artefacts, and exact resume
 after SIGKILL (the resumed run's metrics equal an uninterrupted run's)."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -9,6 +10,8 @@ import sys
 import time
 
 import pytest
+
+from rla_jax.metrics.keys import is_wall_clock_key
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(ROOT, "launch", "tpu_run.py")
@@ -56,8 +59,7 @@ def _rows(workdir):
   with open(os.path.join(workdir, "metrics.jsonl")) as f:
     rows = [json.loads(line) for line in f]
   return [
-    {k: v for k, v in r.items() if k != "time" and not k.startswith("time/")}
-    for r in rows
+    {k: v for k, v in r.items() if not is_wall_clock_key(k)} for r in rows
   ]
 
 
@@ -90,6 +92,7 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
   if case == "alfworld":  # the smoke run really trains both models
     assert reference[1]["policy/updates"] >= 1
     assert reference[1]["reward/updates"] >= 1
+    _check_logged_changes(reference, full)
 
   killed = str(tmp_path / "killed")
   child = subprocess.Popen(
@@ -119,6 +122,22 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "resumed from checkpoint step" in resumed.stderr
   assert _rows(killed) == reference
+
+
+def _check_logged_changes(rows, workdir):
+  """The last evaluation's paired changes agree with the logged start and
+  end successes, and the summary states them."""
+  from rla_jax.metrics.keys import split_keys
+
+  with open(os.path.join(workdir, "summary.md")) as f:
+    summary = f.read()
+  for split in ("in_distribution", "out_of_distribution"):
+    k = split_keys(split)
+    start, end = rows[0], rows[-1]
+    assert k.change not in start and start[k.runs] == end[k.runs] == 3
+    assert end[k.change] == pytest.approx(end[k.success] - start[k.success])
+    assert end[k.change_stderr] >= 0
+    assert f"- {split}_success {start[k.success]:.3f} -> " in summary
 
 
 @pytest.mark.slow
@@ -156,7 +175,10 @@ def test_evaluation_plays_several_rollouts_per_game(
   """eval.rollouts_per_game = 2: every eval game is played twice (rollout r
   of game g is episode r * G + g), success is the mean over all 2G runs, the
   judge's reference keeps one rollout per game, and a bad count is refused
-  before any work."""
+  before any work. The start evaluation keeps its per-run outcomes (through
+  a checkpoint's JSON state too); a later one pairs its runs with them: the
+  same policy replays the same runs (change 0, s.e. 0), and against other
+  start outcomes the change and s.e. are those of the per-run differences."""
   from rla_jax.rl.loops import make_loop
 
   c = _smoke(smoke_warm_start)
@@ -183,9 +205,61 @@ def test_evaluation_plays_several_rollouts_per_game(
   assert [e.task_id for e in loop.rm_reference] == ood_ids[
     : c.eval.num_rm_episodes
   ]
+  _check_paired_changes(loop, out, played[:2])
   c.eval.rollouts_per_game = 0
   with pytest.raises(ValueError, match="eval.rollouts_per_game=0"):
     make_loop(c, str(tmp_path / "k0"), log=lambda msg: None)
+
+
+def _outcomes(loop, played) -> dict:
+  """{split: [N] 0/1 outcomes} of one evaluation's (ids, episodes) calls."""
+  return {
+    name: [int(e.won) for e in eps]
+    for name, (_, eps) in zip(loop.eval_games, played, strict=True)
+  }
+
+
+def _check_paired_changes(loop, start_out, played):
+  """The start evaluation's outcomes, kept through the checkpoint state,
+  and the paired changes of a later evaluation (see the caller)."""
+  import json
+
+  import numpy as np
+
+  from rla_jax.metrics.keys import EVAL_SECONDS, split_keys
+
+  assert start_out[EVAL_SECONDS] > 0
+  won = _outcomes(loop, played)
+  assert loop.eval_start.won == won
+  for name in loop.eval_games:
+    k = split_keys(name)
+    assert start_out[k.runs] == len(won[name]) == 2 * len(loop.eval_games[name])
+    assert k.change not in start_out  # the start itself
+  state = json.loads(json.dumps(loop.task_state()))
+  kept, loop.eval_start = loop.eval_start, None
+  loop.load_task_state(state)
+  assert loop.eval_start == kept
+  again = loop.evaluate(0)  # same policy, same seeds: the same runs
+  for name in loop.eval_games:
+    k = split_keys(name)
+    assert again[k.success] == start_out[k.success]
+    assert (again[k.change], again[k.change_stderr]) == (0.0, 0.0)
+  # Other start outcomes: change and s.e. of the per-run differences.
+  flipped = {n: [1 - w for w in v[:3]] + v[3:] for n, v in won.items()}
+  loop.eval_start = dataclasses.replace(kept, won=flipped)
+  later = loop.evaluate(1)
+  end = _outcomes(loop, played[-2:])
+  for name in loop.eval_games:
+    k = split_keys(name)
+    d = np.array(end[name]) - np.array(flipped[name])
+    assert later[k.change] == pytest.approx(
+      later[k.success] - np.mean(flipped[name])
+    )
+    assert later[k.change] == pytest.approx(d.mean())
+    assert later[k.change_stderr] == pytest.approx(
+      np.sqrt(d.var(ddof=1) / d.size)
+    )
+    assert later[k.change_stderr] > 0
 
 
 def test_env_task_types_restrict_train_slots_and_eval_games(

@@ -16,6 +16,7 @@ import pytest
 from rla_jax.metrics import (
   MetricsWriter,
   last_values,
+  paired_change_lines,
   plot_ablation_curves,
   summary_markdown,
   write_ablation_table,
@@ -493,3 +494,46 @@ def test_ablation_curves_mean_and_band(tmp_path):
   }
   png = plot_ablation_curves(histories, str(tmp_path / "ablation.png"))
   _assert_png(png)
+
+
+def test_summary_states_each_success_change_with_its_paired_stderr():
+  """The end-of-run text: per split, start -> end, the paired change with
+  its s.e. and N, from the last step logging a change; start = end -
+  change; a nan s.e. (one run, written as null) is n/a."""
+  history = [
+    {
+      "step": 0,
+      "eval/in_distribution_success": 0.3125,
+      "eval/in_distribution_runs": 256,
+    },
+    {
+      "step": 4,
+      "eval/in_distribution_success": 0.5,
+      "eval/in_distribution_success_change": 0.1875,
+      "eval/in_distribution_success_change_stderr": 0.04,
+      "eval/in_distribution_runs": 256,
+    },
+    {"step": 5, "train/rollout_accuracy": 0.5},
+    {
+      "step": 8,
+      "eval/in_distribution_success": 0.375,
+      "eval/in_distribution_success_change": 0.0625,
+      "eval/in_distribution_success_change_stderr": 0.0214,
+      "eval/in_distribution_runs": 256,
+      "eval/out_of_distribution_success": 1.0,
+      "eval/out_of_distribution_success_change": 1.0,
+      "eval/out_of_distribution_success_change_stderr": None,
+      "eval/out_of_distribution_runs": 1,
+    },
+  ]
+  assert paired_change_lines(history) == [
+    "in_distribution_success 0.312 -> 0.375 "
+    "(+0.062 +- 0.021 paired s.e., 256 runs)",
+    "out_of_distribution_success 0.000 -> 1.000 "
+    "(+1.000 +- n/a paired s.e., 1 runs)",
+  ]
+  text = summary_markdown(history, title="Run")
+  for line in paired_change_lines(history):
+    assert f"- {line}\n" in text
+  assert paired_change_lines(history[:1]) == []
+  assert "paired" not in summary_markdown(history[:1], title="Run")

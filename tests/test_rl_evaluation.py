@@ -1,8 +1,10 @@
 """Judge metrics of rla_jax.rl.evaluation on hand-computed cases."""
 
+import json
 import math
 
 import numpy as np
+import pytest
 
 from rla_jax.rl import evaluation
 
@@ -58,3 +60,69 @@ def test_judge_metrics_gathers_the_four_by_hand():
   # mean real-step scores: trajectory 0 (1+1-1-1-1+1+1+0+1)/9 > 0 -> won,
   # right; trajectory 1 (0+1-1+1+1+1)/6 > 0 -> won, wrong.
   assert out["eval/rm_outcome_accuracy"] == 1 / 2
+
+
+def test_paired_difference_by_hand_and_against_numpy():
+  start = [1, 0, 0, 1, 0]
+  end = [1, 1, 0, 0, 1]  # d = 0, +1, 0, -1, +1: mean 1/5
+  p = evaluation.paired_difference(start, end)
+  assert (p.mean_start, p.mean_end, p.change, p.n) == (0.4, 0.6, 0.2, 5)
+  # var(d, ddof=1) = (3 * 0.8**2 + 0.2**2 + 1.2**2) / 4 = 0.7
+  assert math.isclose(p.stderr, math.sqrt(0.7 / 5))
+  d = np.array(end, float) - np.array(start, float)
+  assert math.isclose(p.stderr, d.std(ddof=1) / math.sqrt(d.size))
+  # Pairing matters: independent means would have a larger s.e. here.
+  rng = np.random.default_rng(0)
+  s = rng.integers(0, 2, 256)
+  e = np.where(rng.random(256) < 0.1, 1 - s, s)  # 10% of runs flip
+  p = evaluation.paired_difference(s, e)
+  assert p.n == 256
+  assert math.isclose(p.change, e.mean() - s.mean())
+  assert math.isclose(p.stderr, np.sqrt(np.var(e - s, ddof=1) / 256))
+  unpaired = np.sqrt((s.var(ddof=1) + e.var(ddof=1)) / 256)
+  assert p.stderr < unpaired / 2
+
+
+def test_paired_difference_one_run_all_equal_and_bad_shapes():
+  one = evaluation.paired_difference([0], [1])
+  assert (one.change, one.n) == (1.0, 1) and math.isnan(one.stderr)
+  same = evaluation.paired_difference([1, 0, 1], [1, 0, 1])
+  assert (same.change, same.stderr) == (0.0, 0.0)
+  shift = evaluation.paired_difference([0, 0, 0], [1, 1, 1])
+  assert (shift.change, shift.stderr) == (1.0, 0.0)  # every d equal
+  for start, end in (([], []), ([0, 1], [1]), ([[0, 1]], [[1, 0]])):
+    with pytest.raises(ValueError, match="shape"):
+      evaluation.paired_difference(start, end)
+
+
+def test_success_metrics_pair_each_split_with_its_start():
+  won = {"a": [1, 1, 0, 0], "b": [0]}
+  first = evaluation.success_metrics(won, None)
+  assert first == {
+    "eval/a_success": 0.5,
+    "eval/a_runs": 4,
+    "eval/b_success": 0.0,
+    "eval/b_runs": 1,
+  }
+  later = evaluation.success_metrics(won, {"a": [0, 1, 0, 1], "b": [1]})
+  assert later["eval/a_success_change"] == 0.0  # d = +1, 0, 0, -1
+  assert math.isclose(
+    later["eval/a_success_change_stderr"], math.sqrt((2 / 3) / 4)
+  )
+  assert later["eval/b_success_change"] == -1.0
+  assert math.isnan(later["eval/b_success_change_stderr"])
+
+
+def test_start_outcomes_round_trip_and_refuse_changed_settings():
+  cfg = {k: i for i, k in enumerate(evaluation.PAIRING_FIELDS)}
+  start = evaluation.StartOutcomes.of({"a": [True, False]}, cfg)
+  record = json.loads(json.dumps(start.record()))
+  logged = []
+  assert evaluation.StartOutcomes.restore(record, cfg, logged.append) == start
+  assert evaluation.StartOutcomes.restore(None, cfg, logged.append) is None
+  assert logged == []
+  changed = {**cfg, "seed": 99}
+  assert (
+    evaluation.StartOutcomes.restore(record, changed, logged.append) is None
+  )
+  assert len(logged) == 1 and "not paired" in logged[0]

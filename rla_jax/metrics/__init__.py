@@ -6,13 +6,19 @@ from rla_jax.metrics.ablation import (
   plot_ablation_curves,
   write_ablation_table,
 )
-from rla_jax.metrics.summary import last_values, summary_markdown, write_summary
+from rla_jax.metrics.summary import (
+  last_values,
+  paired_change_lines,
+  summary_markdown,
+  write_summary,
+)
 from rla_jax.metrics.writer import MetricsWriter
 
 __all__ = [
   "MetricsWriter",
   "write_summary",
   "summary_markdown",
+  "paired_change_lines",
   "last_values",
   "write_ablation_table",
   "plot_ablation_curves",

@@ -132,11 +132,46 @@ def summary_markdown(history: Sequence[dict], *, title: str) -> str:
       f"| {_fmt(values[best])} ({steps[best]}, {pick.__name__}) "
       f"| {_fmt(values[-1] - values[0])} | {len(values)} |"
     )
+  changes = paired_change_lines(history)
+  if changes:
+    lines += [
+      "",
+      "Success changes, paired against the start evaluation (run i plays "
+      "the same game with the same sampling seed at both ends):",
+      "",
+      *[f"- {line}" for line in changes],
+    ]
   present = {k for entry in history for k in entry}
   missing = [k for k in K.SUMMARY_KEYS if k not in present]
   if missing:
     lines += ["", "Not logged: " + ", ".join(missing) + "."]
   return "\n".join(lines) + "\n"
+
+
+def paired_change_lines(history: Sequence[dict]) -> list[str]:
+  """One line per eval split with a logged paired success change, from the
+  last step logging it, e.g.
+    "in_distribution_success 0.312 -> 0.375 (+0.062 +- 0.021 paired s.e.,
+    256 runs)"
+  start = end - change (the start evaluation's mean over the same runs);
+  the s.e. is "n/a" where it was not finite (a single run).
+  """
+  check_history(history, "paired_change_lines")
+  lines = []
+  for split in K.change_splits({k for entry in history for k in entry}):
+    k = K.split_keys(split)
+    steps, _ = metric_series(history, k.change)
+    if not steps:
+      continue
+    row = next(e for e in reversed(history) if e["step"] == steps[-1])
+    end, change = row[k.success], row[k.change]
+    se = row.get(k.change_stderr)
+    se = f"{se:.3f}" if se is not None and math.isfinite(se) else "n/a"
+    lines.append(
+      f"{split}_success {end - change:.3f} -> {end:.3f} "
+      f"({change:+.3f} +- {se} paired s.e., {row[k.runs]} runs)"
+    )
+  return lines
 
 
 def _loss_keys(history: Sequence[dict]) -> list[str]:

@@ -30,6 +30,7 @@ import numpy as np
 from rla_jax.envs.alfworld import generate_split
 from rla_jax.envs.alfworld.generator import check_task_types
 from rla_jax.errors import ConfigError
+from rla_jax.metrics import keys
 from rla_jax.rl import evaluation
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.alfworld_rollout import (
@@ -164,6 +165,9 @@ class AlfworldLoop(LoopBase):
     # The judge's reference trajectories: the base policy's OOD episodes
     # (kept by the first evaluation, or by `_ensure_rm_reference`).
     self.rm_reference = None
+    # The start evaluation's per-run outcomes (evaluation.StartOutcomes),
+    # which later evaluations' success changes are paired against.
+    self.eval_start = None
     self.eval_games = {
       "in_distribution": generate_split(
         "valid_seen",
@@ -202,6 +206,9 @@ class AlfworldLoop(LoopBase):
       "rm_reference": None
       if self.rm_reference is None
       else [e.reference_record() for e in self.rm_reference],
+      "eval_start": None
+      if self.eval_start is None
+      else self.eval_start.record(),
     }
 
   def load_task_state(self, d: dict) -> None:
@@ -215,6 +222,9 @@ class AlfworldLoop(LoopBase):
       None
       if refs is None
       else [Episode.from_reference_record(r, ood[r["task_id"]]) for r in refs]
+    )
+    self.eval_start = evaluation.StartOutcomes.restore(
+      d.get("eval_start"), self.config.eval, self.log
     )
 
   # --------------------------------------------------------- pieces
@@ -448,23 +458,31 @@ class AlfworldLoop(LoopBase):
 
   def evaluate(self, step: int) -> dict:
     """Policy success on the ID and OOD games, and the judge's accuracy on
-    the reference trajectories.
+    the reference trajectories; eval/seconds is its wall time.
 
     Every evaluation uses the same seeds (common random numbers), so the
-    change between two evaluations is not blurred by fresh sampling noise.
-    The judge is scored on fixed trajectories, as in the paper (Qwen3-32B
-    labels of the base policy's OOD trajectories): the OOD episodes of the
-    first evaluation, kept in the checkpoint. Scoring it on the current
-    policy's trajectories would mix its change with the policy's.
+    change between two evaluations is not blurred by fresh sampling noise:
+    the evaluation before training (step -1) keeps its per-run outcomes
+    (in the checkpoint) and every later one logs, per split, its success
+    change paired against them, with the paired standard error
+    (`evaluation.success_metrics`). The judge is scored on fixed
+    trajectories, as in the paper (Qwen3-32B labels of the base policy's
+    OOD trajectories): the OOD episodes of the first evaluation, kept in
+    the checkpoint. Scoring it on the current policy's trajectories would
+    mix its change with the policy's.
     """
-    del step  # the same seeds at every evaluation
     c = self.config
-    out, t = {}, {}
-    for name in self.eval_games:
+    t0, t, won = time.perf_counter(), {}, {}
+    for name in self.eval_games:  # the same seeds at every evaluation
       eps = self._eval_rollouts(name, t)
-      out[f"eval/{name}_success"] = float(np.mean([e.won for e in eps]))
+      won[name] = [int(e.won) for e in eps]
       if name == "out_of_distribution" and self.rm_reference is None:
         self.rm_reference = eps[: c.eval.num_rm_episodes]
+    first = self.eval_start is None and step < 0  # the start evaluation
+    if first:
+      self.eval_start = evaluation.StartOutcomes.of(won, c.eval)
+    start = None if first or self.eval_start is None else self.eval_start.won
+    out = evaluation.success_metrics(won, start)
     refs = self.rm_reference
     judged = self._judge(refs, derive_seed(c.eval.seed, 20))
     out.update(
@@ -475,4 +493,5 @@ class AlfworldLoop(LoopBase):
         np.array([e.won for e in refs]),
       )
     )
+    out[keys.EVAL_SECONDS] = time.perf_counter() - t0
     return out

@@ -10,9 +10,17 @@
   +1 iff the action is the first step of a shortest plan from that state).
 * RM outcome accuracy: per trajectory, the judge predicts success iff the
   mean step score is > 0; accuracy against the true outcome.
+* Paired success change: every evaluation plays the same N (game, rollout)
+  runs with the same sampling seeds (common random numbers), so a later
+  evaluation's change against the start one is the mean of the per-run
+  differences, with the paired standard error (`paired_difference`).
 """
 
 from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -112,3 +120,121 @@ def judge_metrics(
     keys.EVAL_RM_POSITIVE_RATE: breakdown["positive_rate"],
     keys.EVAL_RM_PROCESS_BALANCED_ACCURACY: breakdown["balanced_accuracy"],
   }
+
+
+@dataclasses.dataclass(frozen=True)
+class PairedChange:
+  """Means of N paired runs at the start and the end, the change
+  end - start and its paired standard error (nan when n = 1)."""
+
+  mean_start: float
+  mean_end: float
+  change: float
+  stderr: float
+  n: int
+
+
+def paired_difference(start, end) -> PairedChange:
+  """The change of N paired per-run outcomes and its paired standard error.
+
+  start, end: [N] outcomes (0/1 success) of the same N runs (run i: the same
+  game and sampling seed at both ends). With d = end - start per run:
+    change = mean(d) = mean(end) - mean(start)
+    stderr = sqrt(var(d, ddof=1) / N)
+  Pairing removes the between-run variance that two independent means
+  would carry. stderr is 0 when every run changed by the same amount (all
+  d equal, e.g. no run changed) and nan when N = 1 (a sample variance
+  needs two runs). ValueError unless start and end are [N], N >= 1.
+  """
+  s = np.asarray(start, np.float64)
+  e = np.asarray(end, np.float64)
+  if s.ndim != 1 or s.shape != e.shape or s.size == 0:
+    raise ValueError(
+      f"paired_difference needs start and end of one shape [N], N >= 1; "
+      f"got {s.shape} and {e.shape}"
+    )
+  d = e - s
+  n = int(d.size)
+  stderr = math.sqrt(d.var(ddof=1) / n) if n > 1 else float("nan")
+  return PairedChange(
+    mean_start=float(s.mean()),
+    mean_end=float(e.mean()),
+    change=float(d.mean()),
+    stderr=stderr,
+    n=n,
+  )
+
+
+def success_metrics(
+  won: Mapping[str, Sequence[int]],
+  start: Mapping[str, Sequence[int]] | None,
+) -> dict[str, float]:
+  """Per eval split: success (the mean over its [N] (game, rollout) runs'
+  0/1 outcomes) and N; with the start evaluation's outcomes, also the
+  success change paired against them and its paired standard error
+  (`paired_difference`), under the keys of `keys.split_keys`."""
+  out = {}
+  for split, outcomes in won.items():
+    k = keys.split_keys(split)
+    out[k.success] = float(np.mean(outcomes))
+    out[k.runs] = len(outcomes)
+    if start is not None:
+      paired = paired_difference(start[split], outcomes)
+      out[k.change] = paired.change
+      out[k.change_stderr] = paired.stderr
+  return out
+
+
+# The eval settings that define its runs (with env.*, which the checkpoint
+# fingerprint already fixes): a later evaluation is paired with the start
+# one only if these are unchanged.
+PAIRING_FIELDS = (
+  "num_games",
+  "rollouts_per_game",
+  "max_steps",
+  "seed",
+  "temperature",
+  "top_p",
+  "greedy",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class StartOutcomes:
+  """The start evaluation's [N] per-run 0/1 outcomes of every split and the
+  eval settings they were played under (PAIRING_FIELDS); JSON-able record
+  for the checkpoint."""
+
+  won: dict[str, list[int]]
+  settings: dict
+
+  @classmethod
+  def of(cls, won: Mapping[str, Sequence[int]], eval_cfg) -> StartOutcomes:
+    return cls(
+      won={k: [int(w) for w in v] for k, v in won.items()},
+      settings=pairing_settings(eval_cfg),
+    )
+
+  def record(self) -> dict:
+    return {"won": self.won, "settings": self.settings}
+
+  @classmethod
+  def restore(cls, d: dict | None, eval_cfg, log) -> StartOutcomes | None:
+    """The outcomes `record` saved (None if none were), or None, with a
+    log line, if config.eval's PAIRING_FIELDS changed since: the runs
+    would no longer be the same, so no change is paired against them."""
+    if d is None:
+      return None
+    now = pairing_settings(eval_cfg)
+    if d["settings"] != now:
+      log(
+        f"config eval {now} differs from the start evaluation's "
+        f"{d['settings']}: success changes are not paired (not logged)"
+      )
+      return None
+    return cls(won=dict(d["won"]), settings=dict(d["settings"]))
+
+
+def pairing_settings(eval_cfg) -> dict:
+  """The PAIRING_FIELDS of config.eval."""
+  return {k: eval_cfg[k] for k in PAIRING_FIELDS}

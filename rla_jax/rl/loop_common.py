@@ -22,7 +22,7 @@ from jax.experimental import multihost_utils
 from rla_jax import sharding as shd
 from rla_jax.checkpoint import LoopCheckpointer, fingerprint
 from rla_jax.errors import ConfigError
-from rla_jax.metrics import MetricsWriter, write_summary
+from rla_jax.metrics import MetricsWriter, paired_change_lines, write_summary
 from rla_jax.models import load_qwen
 from rla_jax.rl import agent_text
 from rla_jax.rl.phases import StepSamples, timed
@@ -254,7 +254,8 @@ class LoopBase:
     history = MetricsWriter.read_history(self.workdir)
     if self.is_primary and history:
       md, png = write_summary(history, self.workdir, title=self.title)
-      self.log(f"summary: {md}\ncurves: {png}")
+      changes = [f"{line}\n" for line in paired_change_lines(history)]
+      self.log(f"{''.join(changes)}summary: {md}\ncurves: {png}")
     self.metrics.close()
     self.checkpointer.close()
     return history
