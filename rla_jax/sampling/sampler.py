@@ -12,8 +12,16 @@ an agent's conversation by appending only the new observation tokens:
 per-turn cost grows with the new tokens, not with the history.
 
 Compiled shapes are bounded: chunk length and batch size are rounded up to
-buckets; temperature, top-p, top-k, greedy, the token budget and the seed
-are traced values.
+buckets; temperature, top-p, top-k, greedy, the token budget, the seed and
+the row seeds are traced values.
+
+Sampling noise: without row seeds one key, key(seed) folded with the decode
+step, draws the whole batch's noise, so a row's draws depend on its position
+and on the batch bucket. With `row_seeds` (one int per prompt), sample j of
+prompt i draws its noise at decode step t from
+fold_in(fold_in(fold_in(key(seed), row_seeds[i]), j), t) alone: the same in
+any batch, at any position, in any bucket, whatever the other rows do
+(common random numbers for paired comparisons).
 
 Multi-process (a mesh spanning several hosts): every process calls
 `generate` / `Session.turn` with the same global rows and sampling
@@ -46,7 +54,7 @@ from rla_jax.models.kv_cache import (
 )
 from rla_jax.models.qwen import Qwen
 from rla_jax.sampling.buckets import geometric_buckets, left_pad, pick_bucket
-from rla_jax.sampling.token_selection import select_tokens
+from rla_jax.sampling.token_selection import row_stream_keys, select_tokens
 
 
 @dataclasses.dataclass
@@ -100,6 +108,9 @@ def _decode(
   logits,
   active,
   key,
+  row_seeds,
+  sample_ids,
+  per_row,
   temperature,
   top_p,
   top_k,
@@ -108,8 +119,12 @@ def _decode(
   stop_ids,
   pad_id,
 ):
-  """Samples up to max_new (<= max_new_static) tokens per active row."""
+  """Samples up to max_new (<= max_new_static) tokens per active row.
+
+  Noise at step t: fold_in(key, t) over the batch, or, where per_row,
+  row r's own fold_in(row_stream_keys(...)[r], t)."""
   B = logits.shape[0]
+  row_keys = row_stream_keys(key, row_seeds, sample_ids)
   out_tok = jnp.full((B, max_new_static), pad_id, jnp.int32)
   out_lp = jnp.zeros((B, max_new_static), jnp.float32)
 
@@ -120,7 +135,14 @@ def _decode(
   def body(c):
     step, cache, logits, out_tok, out_lp, done, stopped = c
     tok, lp = select_tokens(
-      logits, jax.random.fold_in(key, step), temperature, top_p, top_k, greedy
+      logits,
+      jax.random.fold_in(key, step),
+      temperature,
+      top_p,
+      top_k,
+      greedy,
+      jax.vmap(lambda k: jax.random.fold_in(k, step))(row_keys),
+      per_row,
     )
     live = ~done
     tok = jnp.where(live, tok, pad_id)
@@ -255,6 +277,18 @@ class Sampler:
             f"prompt {i} has token id {bad} outside the vocabulary [0, {V})"
           )
 
+  @staticmethod
+  def _check_row_seeds(row_seeds, n: int) -> None:
+    if row_seeds is None:
+      return
+    if len(row_seeds) != n:
+      raise ValueError(f"{len(row_seeds)} row_seeds for {n} rows")
+    for i, s in enumerate(row_seeds):
+      if not isinstance(s, (int, np.integer)) or not 0 <= s < 2**32:
+        raise ValueError(
+          f"row_seeds[{i}]={s!r} is not an integer in [0, 2**32)"
+        )
+
   def _batch_bucket(self, n: int) -> int:
     b = pick_bucket(n, self.batch_buckets, "batch size")
     if self.mesh is not None:  # the batch axis must divide evenly
@@ -320,9 +354,11 @@ class Sampler:
     greedy,
     max_new_tokens,
     num_samples: int = 1,
+    row_seeds=None,
   ):
     """Prefills `rows` into `cache`, then decodes num_samples continuations
-    per row (rows of the output are row-major: row i, sample j -> i*m+j)."""
+    per row (rows of the output are row-major: row i, sample j -> i*m+j).
+    row_seeds (checked by the caller): one int per row, or None."""
     n = len(rows)
     B = cache.batch_size
     T = pick_bucket(
@@ -342,13 +378,23 @@ class Sampler:
     ids, mask = left_pad(rows, T, B, self.pad_id)
     active = np.zeros((B,), bool)
     active[:n] = active_rows
+    m = int(num_samples)
+    seeds = np.zeros((B,), np.uint32)  # padding rows: any stream
+    if row_seeds is not None:
+      seeds[:n] = np.asarray(row_seeds, np.uint64).astype(np.uint32)
+    seeds = np.repeat(seeds, m)
+    samples = np.tile(np.arange(m, dtype=np.uint32), B)
     if self._spans_processes:
       distributed.assert_same_on_all_processes(
         "Sampler call (rows and sampling arguments)",
         ids,
         mask,
         active,
-        np.asarray([seed, top_k, bool(greedy), budget, used], np.int64),
+        seeds,
+        np.asarray(
+          [seed, top_k, bool(greedy), budget, used, row_seeds is None],
+          np.int64,
+        ),
         np.asarray([temperature, top_p], np.float64),
       )
     ids = self._place(ids, ("batch", "length"))
@@ -356,7 +402,6 @@ class Sampler:
     cache, logits = _prefill(
       self.cfg, self.dtype, self.params, cache, ids, mask
     )
-    m = int(num_samples)
     if m > 1:
       cache, logits = _repeat_rows(cache, logits, m)
       active, n = np.repeat(active, m), n * m
@@ -369,6 +414,9 @@ class Sampler:
       logits,
       self._place(active, ("batch",)),
       jax.random.key(seed),
+      self._place(seeds, ("batch",)),
+      self._place(samples, ("batch",)),
+      jnp.bool_(row_seeds is not None),
       jnp.float32(temperature),
       jnp.float32(top_p),
       jnp.int32(top_k),
@@ -410,11 +458,19 @@ class Sampler:
     greedy: bool = False,
     max_new_tokens: int | None = None,
     num_samples: int = 1,
+    row_seeds: Sequence[int] | None = None,
   ) -> SampleOutput:
     """Samples num_samples continuations per prompt (a fresh cache per
     call); the prompt is prefilled once and its cache shared by its
-    samples. Output row i * num_samples + j is sample j of prompt i."""
+    samples. Output row i * num_samples + j is sample j of prompt i.
+
+    row_seeds: None (one noise stream for the batch), or one int in
+    [0, 2**32) per prompt: sample j of prompt i then draws from its own
+    stream named by (seed, row_seeds[i], j), independent of the other rows,
+    its position and the batch bucket (module docstring). Prompts given the
+    same row seed share noise."""
     self._check_rows(prompts, allow_empty=False)
+    self._check_row_seeds(row_seeds, len(prompts))
     if num_samples < 1:
       raise ValueError(f"num_samples must be >= 1, got {num_samples}")
     B = self._batch_bucket(len(prompts))
@@ -433,6 +489,7 @@ class Sampler:
       greedy=greedy,
       max_new_tokens=max_new_tokens,
       num_samples=num_samples,
+      row_seeds=row_seeds,
     )
     return out
 
@@ -446,7 +503,9 @@ class Session:
 
   `turn(new_tokens, active)` appends new_tokens[i] to row i (the previous
   turn's generated tokens are already cached) and samples the reply. Rows
-  with active[i] False append nothing and generate nothing.
+  with active[i] False append nothing and generate nothing. The sampling
+  keywords are `Sampler.generate`'s (not num_samples); row_seeds, if
+  given, has one entry per session row.
   """
 
   def __init__(self, sampler: Sampler, batch_size: int, num_slots: int):
@@ -478,6 +537,7 @@ class Session:
       if a and not r:
         raise ValueError(f"row {i} is active but has no new tokens")
     self.sampler._check_rows(rows, allow_empty=True)
+    self.sampler._check_row_seeds(sample_kw.get("row_seeds"), len(rows))
     self.cache, out = self.sampler._run(
       self.cache,
       rows,
@@ -489,6 +549,7 @@ class Session:
         "top_k": 0,
         "greedy": False,
         "max_new_tokens": None,
+        "row_seeds": None,
         **sample_kw,
       },
     )

@@ -3,6 +3,11 @@
 All knobs are traced values (changing them never recompiles). The filter
 runs under `lax.cond`, so the O(V log V) sort is skipped when neither top-k
 nor top-p is active.
+
+Sampling noise comes either from one key for the whole batch (a row's draw
+then depends on its position in the batch and on the batch's size) or from
+one key per row (`row_keys`, `per_row`): row i's draw then depends only on
+its key and its logits, which is what common random numbers need.
 """
 
 from __future__ import annotations
@@ -52,6 +57,30 @@ def first_argmax(x: jax.Array) -> jax.Array:
   return jnp.minimum(idx, V - 1).astype(jnp.int32)
 
 
+def row_stream_keys(
+  key: jax.Array, row_seeds: jax.Array, sample_ids: jax.Array
+) -> jax.Array:
+  """One base key per row: fold_in(fold_in(key, row_seeds[r]),
+  sample_ids[r]) (typed keys [B]; row_seeds, sample_ids: [B] uint32).
+
+  A row's stream is named by (key, its row seed, its sample index) only, so
+  it is the same in any batch, at any position and in any batch bucket;
+  sample j of a prompt gets its own stream (sample 0 is the stream of a
+  single-sample call).
+  """
+  return jax.vmap(
+    lambda s, j: jax.random.fold_in(jax.random.fold_in(key, s), j)
+  )(row_seeds, sample_ids)
+
+
+def categorical_per_row(keys: jax.Array, logits: jax.Array) -> jax.Array:
+  """One categorical draw per row, row r from keys[r] only: [B] int32.
+
+  keys: typed keys [B]; logits: [B, V] (masked entries -inf).
+  """
+  return jax.vmap(lambda k, x: jax.random.categorical(k, x))(keys, logits)
+
+
 def select_tokens(
   logits: jax.Array,
   key: jax.Array,
@@ -59,6 +88,8 @@ def select_tokens(
   top_p: jax.Array,
   top_k: jax.Array,
   greedy: jax.Array,
+  row_keys: jax.Array | None = None,
+  per_row: jax.Array | bool = False,
 ) -> tuple[jax.Array, jax.Array]:
   """Samples one token per row; returns (tokens [B], logprobs [B]).
 
@@ -66,8 +97,22 @@ def select_tokens(
   the chosen token (logit - logsumexp(logits)): the policy's own
   probability, independent of temperature/top-p/top-k, which is what the
   PPO ratio needs. greedy (or temperature <= 0) takes the argmax.
+
+  Noise: one draw over the whole batch from `key`, or, where `per_row`
+  (a traced bool: both choices share one program) is true, row r's draw
+  from row_keys[r] alone (`categorical_per_row`).
   """
   logits = logits.astype(jnp.float32)
+
+  def draw(scaled):
+    if row_keys is None:
+      return jax.random.categorical(key, scaled, axis=-1)
+    return jax.lax.cond(
+      per_row,
+      lambda y: categorical_per_row(row_keys, y),
+      lambda y: jax.random.categorical(key, y, axis=-1),
+      scaled,
+    )
 
   def sample(x):
     scaled = x / jnp.maximum(temperature, 1e-6)
@@ -77,7 +122,7 @@ def select_tokens(
       lambda y: y,
       scaled,
     )
-    return jax.random.categorical(key, scaled, axis=-1).astype(jnp.int32)
+    return draw(scaled).astype(jnp.int32)
 
   # The B x V random draw runs only when sampling: greedy decoding skips it
   # (25% of a greedy decode step at B=32, V=32768; benchmarks/NOTES_sampler).
