@@ -429,7 +429,11 @@ class AlfworldLoop(LoopBase):
     with that split's fixed seed (the same episodes for the same policy).
 
     Episode r * G + g is rollout r of game g (G games), so the first G
-    episodes are one rollout of each game whatever the count. Success is the
+    episodes are one rollout of each game whatever the count. Run r * G + g
+    draws its sampling noise at turn t from its own stream, named by (split
+    seed, t, r * G + g) (`rollout_episodes`' row seeds), at every
+    evaluation: its draws at the start and at the end of training are the
+    same whichever other runs have ended. Success is the
     mean over all (game, rollout) runs, as the reference reports it (its
     periodic AlfWorld evaluation plays 3 rollouts per game).
     """

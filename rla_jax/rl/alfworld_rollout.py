@@ -173,6 +173,10 @@ def _play_own_games(
 
   Every turn is one global sampler call over all processes' live agents,
   ordered by global row; the loop ends when no agent is live anywhere.
+  Episode g's noise at a turn comes from its own stream, named by (seed,
+  turn, g) (the sampler's row seeds): it does not depend on which other
+  episodes are still live, so replaying the same games with the same seed
+  under another policy draws the same noise per episode (paired evaluation).
   """
   t0 = time.perf_counter()
   env = make_env(backend, len(games), max_steps=max_steps) if games else None
@@ -204,6 +208,7 @@ def _play_own_games(
     out = sampler.generate(
       [r for _, r in rows],
       seed=derive_seed(seed, turn),
+      row_seeds=[g for g, _ in rows],  # common random numbers per episode
       **dataclasses.asdict(params),
     )
     position = {g: j for j, (g, _) in enumerate(rows)}

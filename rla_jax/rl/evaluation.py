@@ -11,7 +11,9 @@
 * RM outcome accuracy: per trajectory, the judge predicts success iff the
   mean step score is > 0; accuracy against the true outcome.
 * Paired success change: every evaluation plays the same N (game, rollout)
-  runs with the same sampling seeds (common random numbers), so a later
+  runs, each drawing its sampling noise from its own stream (the sampler's
+  row seeds: common random numbers per run, whichever other runs have
+  ended), so a later
   evaluation's change against the start one is the mean of the per-run
   differences, with the paired standard error (`paired_difference`).
 """
