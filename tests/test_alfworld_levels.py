@@ -14,12 +14,12 @@ from rla_jax.envs.alfworld import (
   make_env,
 )
 from rla_jax.envs.alfworld.generator import (
-  LEVELS,
   generate_valid_game,
   split_scenes,
   validate_game,
 )
 from rla_jax.envs.alfworld.level_moves import classifies_at, level_target
+from rla_jax.envs.alfworld.levels import LEVELS
 from rla_jax.envs.alfworld.types_tables import OPENABLE_RECEPTACLES
 
 

@@ -28,7 +28,7 @@ from rla_jax.envs.alfworld import (
   next_action,
   perturb_game,
 )
-from rla_jax.envs.alfworld.generator import LEVELS
+from rla_jax.envs.alfworld.levels import LEVELS
 from rla_jax.envs.alfworld.types_tables import TASK_TYPE_NAMES
 
 INVALID = [

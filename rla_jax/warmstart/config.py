@@ -62,7 +62,7 @@ import hashlib
 import json
 from typing import Any
 
-from rla_jax.envs.alfworld.generator import check_level
+from rla_jax.envs.alfworld.levels import check_level
 from rla_jax.errors import ConfigError
 from rla_jax.rl import agent_text
 from rla_jax.warmstart.demos import EXPERTS

@@ -32,8 +32,9 @@ from rla_jax.envs.alfworld.expert import (
   next_action,
 )
 from rla_jax.envs.alfworld.game import Game
-from rla_jax.envs.alfworld.generator import game_level, generate_split
+from rla_jax.envs.alfworld.generator import generate_split
 from rla_jax.envs.alfworld.level_moves import level_move, level_variant
+from rla_jax.envs.alfworld.levels import game_level
 from rla_jax.envs.alfworld.pddl_io import load_game, write_game
 from rla_jax.envs.alfworld.perturb import (
   apply_goal_tokens,

@@ -16,13 +16,11 @@ import numpy as np
 
 from rla_jax.envs.alfworld.game import Game
 from rla_jax.envs.alfworld.generator import (
-  LEVELS,
   SPLITS,
-  check_level,
-  game_level,
   generate_valid_game,
   split_scenes,
 )
+from rla_jax.envs.alfworld.levels import LEVELS, check_level, game_level
 from rla_jax.envs.alfworld.perturb import DIRECTIONS
 from rla_jax.envs.alfworld.types_tables import VALID_ROOMS
 
