@@ -144,6 +144,36 @@ def timed(fn):
   return time.perf_counter() - t, out
 
 
+def cpu_model() -> str:
+  """The CPU's model name and its wide-vector / matrix extensions, from
+  /proc/cpuinfo (the matmul peaks below depend on them)."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      info = f.read()
+  except OSError:
+    return "unknown CPU"
+  name = next(
+    (
+      line.split(":", 1)[1].strip()
+      for line in info.splitlines()
+      if line.startswith("model name")
+    ),
+    "unknown CPU",
+  )
+  flags = next(
+    (
+      line.split(":", 1)[1].split()
+      for line in info.splitlines()
+      if line.startswith("flags")
+    ),
+    [],
+  )
+  ext = [
+    f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags
+  ]
+  return f"{name} ({', '.join(ext) or 'no avx2'})"
+
+
 def median(xs):
   return statistics.median(xs)
 
@@ -456,6 +486,7 @@ def main(argv=None):
   batches = [int(b) for b in args.batches.split(",")]
   load = os.getloadavg()
   print(f"# bench_sampler  {' '.join(sys.argv[1:])}")
+  print(f"cpu: {cpu_model()}")
   print(
     f"jax {jax.__version__}, torch {torch.__version__} "
     f"({torch.get_num_threads()} threads), transformers "
