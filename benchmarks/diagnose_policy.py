@@ -27,9 +27,6 @@ import numpy as np
 
 from rla_jax.envs.alfworld import generate_split
 from rla_jax.models import load_qwen
-from rla_jax.rl import agent_text
-from rla_jax.rl.parsing import parse_action_index
-from rla_jax.rl.prompts import candidate_actions
 from rla_jax.tokenizer import load_tokenizer
 from rla_jax.warmstart import demos, evaluate
 
@@ -59,40 +56,6 @@ def success_by_type(
   return out
 
 
-def choice_accuracy_by_verb(
-  model, tok, games, *, history_steps, epsilon, max_states, seed, batch_size=64
-):
-  """{expert verb: (states, share of greedy answers naming the expert's
-  command)} on noisy-expert states of `games`."""
-  episodes = demos.noisy_expert_rollouts(
-    games, epsilon, np.random.default_rng(seed), 40
-  )
-  states = [
-    (
-      demos.step_prompt(ep, k, history_steps),
-      cmd,
-      candidate_actions(ep.admissible[k]),
-    )
-    for ep in episodes
-    for k, cmd in enumerate(ep.expert)
-    if cmd is not None
-  ][:max_states]
-  sampler = evaluate.make_sampler(
-    model, tok, max_prompt_len=2048, max_new_tokens=32, batch_size=batch_size
-  )
-  hits = collections.defaultdict(list)
-  for c0 in range(0, len(states), batch_size):
-    part = states[c0 : c0 + batch_size]
-    out = sampler.generate(
-      [agent_text.chat_ids(tok, p) for p, _, _ in part], seed=seed, greedy=True
-    )
-    for (_, cmd, cands), toks in zip(part, out.tokens, strict=True):
-      answer = tok.decode(toks, skip_special_tokens=True)
-      chosen = cands[parse_action_index(answer, len(cands))]
-      hits[cmd.split()[0]].append(chosen == cmd)
-  return {v: (len(h), float(np.mean(h))) for v, h in hits.items()}
-
-
 def main():
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--model_dir", required=True)
@@ -108,6 +71,10 @@ def main():
   ap.add_argument("--temperature", type=float, default=0.6)
   ap.add_argument("--states", type=int, default=512)
   ap.add_argument("--seed", type=int, default=0)
+  ap.add_argument(
+    "--levels", default="1,2", help="game levels ('' = small rooms)"
+  )
+  ap.add_argument("--expert", default="search", choices=sorted(demos.EXPERTS))
   a = ap.parse_args()
   a.model_dir = os.path.expanduser(a.model_dir)
   for sub in ("tokenizer", "policy"):
@@ -115,7 +82,9 @@ def main():
       raise SystemExit(f"--model_dir={a.model_dir!r} has no {sub}/ directory")
   tok = load_tokenizer(os.path.join(a.model_dir, "tokenizer"))
   model = load_qwen(os.path.join(a.model_dir, "policy"))
-  games = generate_split("valid_seen", a.games, seed=99, room_size="small")
+  levels = [int(x) for x in a.levels.split(",")] if a.levels else None
+  split_args = {"room_size": "small", "levels": levels}
+  games = generate_split("valid_seen", a.games, seed=99, **split_args)
   succ = success_by_type(
     model,
     tok,
@@ -133,24 +102,22 @@ def main():
   n_all = sum(n for n, _ in succ.values())
   won = sum(n * s for n, s in succ.values())
   print(f"| all | {n_all} | {won / n_all:.3f} |\n")
-  other = generate_split("valid_seen", 96, seed=77, room_size="small")
-  acc = choice_accuracy_by_verb(
+  other = generate_split("valid_seen", 96, seed=77, **split_args)
+  episodes = demos.noisy_expert_rollouts(
+    other, 0.3, np.random.default_rng(a.seed), 40, a.expert
+  )
+  acc = evaluate.choice_accuracy_by_verb(
     model,
     tok,
-    other,
+    episodes,
     history_steps=a.history_steps,
-    epsilon=0.3,
     max_states=a.states,
     seed=a.seed,
   )
-  print("greedy choice = the expert's command, by the expert's verb:\n")
+  print(f"greedy choice = the {a.expert} expert's command, by its verb:\n")
   print("| verb | states | accuracy |\n|---|---|---|")
-  for v, (n, s) in sorted(acc.items(), key=lambda kv: -kv[1][0]):
-    print(f"| {v} | {n} | {s:.3f} |")
-  total = sum(n for n, _ in acc.values())
-  print(
-    f"| all | {total} | {sum(n * s for n, s in acc.values()) / total:.3f} |"
-  )
+  for v, r in sorted(acc.items(), key=lambda kv: -kv[1]["states"]):
+    print(f"| {v} | {r['states']} | {r['accuracy']:.3f} |")
 
 
 if __name__ == "__main__":

@@ -132,8 +132,7 @@ def test_sft_lowers_heldout_response_loss_and_report_is_complete(built):
     "drill",
     "policy_sft",
     "rm_sft",
-    "policy_eval",
-    "rm_eval",
+    "eval",
     "save",
     "total",
   }

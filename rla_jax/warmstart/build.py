@@ -353,6 +353,7 @@ def build_warm_start(
   lap("rm_sft")
 
   metrics = _final_metrics(policy, reward, tok, data, cfg, probe_records, log)
+  metrics["policy"].update(_heldout_losses(base, policy, tok, data, cfg, log))
   lap("eval")
 
   save_qwen(policy, os.path.join(out_dir, "policy"), tokenizer=tok)
@@ -388,6 +389,24 @@ def build_warm_start(
     "policy_dir": os.path.join(out_dir, "policy"),
     "reward_dir": os.path.join(out_dir, "reward"),
     "report": report,
+  }
+
+
+def _heldout_losses(base, policy, tok, data, cfg, log) -> dict:
+  """Response loss on held-out demonstrated states before / after SFT."""
+  held = [
+    drills.boxed_answer_sample(tok, e.prompt_text, e.response_text, 1.0)
+    for e in demos.policy_examples(
+      data.heldout_eps, cfg["history_steps"], cfg["policy_answer"]
+    )
+  ][:128]
+  lm, pad = int(cfg["policy_sft"]["length_multiple"]), tok.pad_token_id
+  before = sft.response_loss(base, held, pad_id=pad, length_multiple=lm)
+  after = sft.response_loss(policy, held, pad_id=pad, length_multiple=lm)
+  log(f"[warmstart] policy held-out response loss {before:.4f} -> {after:.4f}")
+  return {
+    "heldout_response_loss_before": before,
+    "heldout_response_loss_after": after,
   }
 
 
