@@ -3,6 +3,8 @@ Orbax checkpoints from which an interrupted run resumes exactly."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import numpy as np
 import pytest
@@ -72,6 +74,17 @@ def test_probe_stops_training_at_the_target_and_records_every_probe():
     not np.array_equal(np.asarray(a), np.asarray(b))
     for a, b in zip(_params(result.model), _params(first.model), strict=True)
   )
+  # stop_after=4 of the 6-step schedule: the same 4 steps, no probe needed
+  cut = sft.train_sft(
+    Qwen(CFG, rngs=nnx.Rngs(0)),
+    _samples(),
+    dataclasses.replace(SFT, stop_after=4),
+    seed=0,
+    log=lambda m: None,
+  )
+  assert cut.steps_run == 4
+  for a, b in zip(_params(cut.model), _params(result.model), strict=True):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 class _Interrupt(Exception):

@@ -91,6 +91,7 @@ def _sft_config(d: dict) -> sft.SFTConfig:
     learning_rate=float(d["learning_rate"]),
     prompt_weight=float(d.get("prompt_weight", 0.0)),
     length_multiple=int(d["length_multiple"]),
+    stop_after=int(d.get("stop_after", 0)),
   )
 
 

@@ -36,7 +36,9 @@ Fields (all have working defaults, see `default_warmstart_config`):
                        length_multiple (padded lengths: fewer compiles vs
                        less padding); eval_every > 0 probes success on
                        eval_games valid_seen games every eval_every steps
-                       and stops once it reaches target_success
+                       and stops once it reaches target_success;
+                       stop_after > 0 stops after that many steps of the
+                       `steps`-step schedule
   num_rm_episodes      noisy episodes providing judge examples
   rm_epsilon           their random-action probability
   num_rm_examples      judge SFT examples (balanced +1/-1)
@@ -107,6 +109,7 @@ _DEFAULTS: dict[str, Any] = {
     "eval_every": 0,
     "eval_games": 32,
     "target_success": 1.0,
+    "stop_after": 0,
   },
   "num_rm_episodes": 120,
   "rm_epsilon": 0.5,

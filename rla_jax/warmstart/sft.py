@@ -46,10 +46,15 @@ class SFTConfig:
   grad_clip: float = 1.0
   length_multiple: int = 64
   logprob_chunk: int = 128
+  # Stop after this many steps of the `steps`-step schedule (0 = run it all):
+  # a shorter run that is step for step the start of the full one.
+  stop_after: int = 0
 
   def __post_init__(self):
     if self.steps < 0 or self.batch_size < 1 or self.learning_rate <= 0:
       raise ValueError(f"bad SFT config {self}")
+    if not 0 <= self.stop_after <= self.steps:
+      raise ValueError(f"stop_after must be in [0, steps], got {self}")
     if self.prompt_weight < 0:
       raise ValueError(f"prompt_weight must be >= 0, got {self.prompt_weight}")
 
@@ -258,8 +263,9 @@ def train_sft(
     log(f"[warmstart] {name}: resumed at step {first} from {ckpt.directory}")
     if probes and probe is not None and probe.done(probes[-1]):
       return SFTResult(nnx.merge(graphdef, state), history, probes, first)
-  steps_run = cfg.steps
-  for step in range(first, cfg.steps):
+  last = cfg.stop_after or cfg.steps
+  steps_run = last
+  for step in range(first, last):
     batch = pack_sft_batch(
       [samples[i] for i in batches[step]],
       cfg.batch_size,
@@ -267,7 +273,7 @@ def train_sft(
       pad_id,
     )
     state, opt_state, m = step_fn(state, opt_state, batch)
-    if step % log_every == 0 or step == cfg.steps - 1:
+    if step % log_every == 0 or step == last - 1:
       m = {k: float(v) for k, v in jax.device_get(m).items()}
       m["step"] = step
       history.append(m)
@@ -278,13 +284,17 @@ def train_sft(
     done_steps = step + 1
     stop = False
     if probe is not None and (
-      done_steps % probe.every == 0 or done_steps == cfg.steps
+      done_steps % probe.every == 0 or done_steps == last
     ):
       result = {"step": done_steps, **probe.measure(nnx.merge(graphdef, state))}
       probes.append(result)
       log(f"[warmstart] {name} probe {json.dumps(result)}")
       stop = probe.done(result)
-    saving = stop or (checkpoint_every and done_steps % checkpoint_every == 0)
+    saving = (
+      stop
+      or done_steps == last
+      or (checkpoint_every and done_steps % checkpoint_every == 0)
+    )
     if ckpt is not None and (
       saving or probes and probes[-1]["step"] == done_steps
     ):
