@@ -54,7 +54,7 @@ def policy_response_text(
   first without drills for it, an early tiny policy named a non-candidate
   in 536 of 621 steps while its boxed index still chose well;
   "command_index" pairs that format with drills of the command -> index
-  lookup (docs/RESULTS.md, session 6).
+  lookup (docs/results-history.md, session 6).
   """
   if answer_format not in ANSWER_FORMATS:
     raise ValueError(
