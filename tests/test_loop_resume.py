@@ -270,13 +270,13 @@ def test_env_task_types_restrict_train_slots_and_eval_games(
   from rla_jax.rl.loops import make_loop
 
   c = _smoke(smoke_warm_start)
-  c.env.task_types = "pick_heat_then_place_in_recep"
+  c.env.task_types = "look_at_obj_in_light"  # a type of levels 1-2
   loop = make_loop(c, str(tmp_path / "heat"), log=lambda msg: None)
   games = list(loop.registry.values()) + [
     g for split in loop.eval_games.values() for g in split
   ]
   assert len(games) == c.env.num_slots + 2 * c.eval.num_games
-  assert {g.task_type for g in games} == {"pick_heat_then_place_in_recep"}
+  assert {g.task_type for g in games} == {"look_at_obj_in_light"}
   c.env.task_types = "pick_and_place_simple, fly_to_moon"
   with pytest.raises(ValueError, match="env.task_types"):
     make_loop(c, str(tmp_path / "bad"), log=lambda msg: None)
