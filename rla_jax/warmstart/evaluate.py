@@ -22,6 +22,7 @@ from rla_jax.rl import agent_text
 from rla_jax.rl.parsing import parse_action_index, parse_boxed_score
 from rla_jax.rl.prompts import candidate_actions
 from rla_jax.sampling.sampler import Sampler
+from rla_jax.warmstart import demos
 
 
 @dataclasses.dataclass
@@ -215,12 +216,7 @@ def choice_accuracy_by_verb(
   (go, take, open, ...)."""
   states = [
     (
-      agent_text.policy_step_text(
-        ep.observations[: k + 1],
-        ep.actions[:k],
-        ep.admissible[k],
-        history_steps,
-      ),
+      demos.step_prompt(ep, k, history_steps),
       cmd,
       candidate_actions(ep.admissible[k]),
     )
