@@ -173,6 +173,9 @@ def _assert_results_match(a, b, rtol, atol, what):
       for ra, rb in zip(ha, hb, strict=True):
         assert sorted(ra) == sorted(rb), what
         for k in ra:
+          if ra[k] is None or rb[k] is None:  # NaN (e.g. a 1-run stderr)
+            assert ra[k] is None and rb[k] is None, f"{what}: metric {k}"
+            continue
           np.testing.assert_allclose(
             ra[k], rb[k], rtol=rtol, atol=atol, err_msg=f"{what}: metric {k}"
           )
