@@ -286,6 +286,9 @@ class JaxRunner:
       logits,
       np.ones((B,), bool),
       jax.random.key(0),
+      np.zeros((B,), np.uint32),  # row seeds (unused: per_row is False)
+      np.zeros((B,), np.uint32),  # sample ids
+      jnp.bool_(False),
       jnp.float32(1),
       jnp.float32(1),
       jnp.int32(0),
