@@ -235,7 +235,9 @@ class AlfworldLoop(LoopBase):
       greedy=section.greedy,
     )
 
-  def _rollouts(self, games, ids, seed, params, timings, max_steps=None):
+  def _rollouts(
+    self, games, ids, seed, params, timings, max_steps=None, phase="rollout"
+  ):
     c = self.config
     return rollout_episodes(
       games,
@@ -248,6 +250,8 @@ class AlfworldLoop(LoopBase):
       seed=seed,
       params=params,
       timings=timings,
+      progress=self.progress.phase,
+      phase=phase,
     )
 
   def _judge(self, episodes, seed, include=None):
@@ -261,6 +265,7 @@ class AlfworldLoop(LoopBase):
       params=self._sampling(c.reward.judge_sampling),
       batch_size=c.reward.judge_batch,
       include=include,
+      progress=self.progress.phase,
     )
 
   # --------------------------------------------------------- one step
@@ -447,6 +452,7 @@ class AlfworldLoop(LoopBase):
       self._sampling(c.eval),
       timings,
       max_steps=c.eval.max_steps,
+      phase=f"eval {name}",
     )
 
   def _ensure_rm_reference(self, timings: dict) -> None:
@@ -478,8 +484,13 @@ class AlfworldLoop(LoopBase):
     c = self.config
     t0, t, won = time.perf_counter(), {}, {}
     for name in self.eval_games:  # the same seeds at every evaluation
+      t_split = time.perf_counter()
       eps = self._eval_rollouts(name, t)
       won[name] = [int(e.won) for e in eps]
+      self.log(
+        f"eval (step {step}) {name}: {len(eps)} runs, success "
+        f"{np.mean(won[name]):.3f}, {time.perf_counter() - t_split:.0f}s"
+      )
       if name == "out_of_distribution" and self.rm_reference is None:
         self.rm_reference = eps[: c.eval.num_rm_episodes]
     first = self.eval_start is None and step < 0  # the start evaluation

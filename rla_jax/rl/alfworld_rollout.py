@@ -31,6 +31,7 @@ import numpy as np
 
 from rla_jax import distributed
 from rla_jax.envs.alfworld import Game, make_env
+from rla_jax.metrics.progress import ProgressFn
 from rla_jax.rl import agent_text
 from rla_jax.rl.parsing import parse_action_index, parse_boxed_score
 from rla_jax.rl.prompts import candidate_actions
@@ -119,6 +120,8 @@ def rollout_episodes(
   seed: int,
   params: SamplingParams,
   timings: dict | None = None,
+  progress: ProgressFn | None = None,
+  phase: str = "rollout",
 ) -> list[Episode]:
   """Plays every game once with the policy; returns one Episode per game.
 
@@ -128,7 +131,8 @@ def rollout_episodes(
 
   timings, if given, accumulates seconds under "env" (reset + steps) and
   "policy_sampling" (prompt rendering, sampling, decoding and, when
-  multi-process, the host gathers).
+  multi-process, the host gathers). progress, if given, is told after every
+  turn how many of this process's episodes have ended (as `phase`).
   """
   timings = {} if timings is None else timings
   timings.setdefault("env", 0.0)
@@ -148,6 +152,8 @@ def rollout_episodes(
     seed=seed,
     params=params,
     timings=timings,
+    progress=progress,
+    phase=phase,
   )
   t0 = time.perf_counter()
   episodes = distributed.allgather_lists(episodes)
@@ -168,6 +174,8 @@ def _play_own_games(
   seed: int,
   params: SamplingParams,
   timings: dict,
+  progress: ProgressFn | None = None,
+  phase: str = "rollout",
 ) -> list[Episode]:
   """Steps this process's games; rows of games[i] are global row offset + i.
 
@@ -237,6 +245,8 @@ def _play_own_games(
       episodes[i].won = bool(won[i])
       done[i] = bool(dones[i])
     timings["env"] += time.perf_counter() - t1
+    if progress is not None:
+      progress(phase, sum(done), len(games), f"episodes ended, turn {turn + 1}")
   return episodes
 
 
@@ -250,9 +260,12 @@ def judge_episodes(
   params: SamplingParams,
   batch_size: int = 64,
   include: Sequence[bool] | None = None,
+  progress: ProgressFn | None = None,
 ) -> Judgements:
   """Samples m judgements for every step of every episode (or of the
-  episodes with include[n] true; the others get mask False and score 0)."""
+  episodes with include[n] true; the others get mask False and score 0);
+  progress, if given, is told after every sampler call how many of the
+  judged steps are done."""
   if include is not None and len(include) != len(episodes):
     raise ValueError(
       f"judge_episodes: {len(include)} include flags for "
@@ -295,4 +308,6 @@ def judge_episodes(
         text = tokenizer.decode(toks, skip_special_tokens=True)
         scores[n, k, j] = parse_boxed_score(text)
         resp_ids[n][k][j], resp_txt[n][k][j], lps[n][k][j] = toks, text, lp
+    if progress is not None:
+      progress("judge", start + len(chunk), len(jobs), "steps judged")
   return Judgements(scores, mask, prompt_ids, resp_ids, lps, resp_txt)

@@ -23,6 +23,7 @@ from rla_jax import sharding as shd
 from rla_jax.checkpoint import LoopCheckpointer, fingerprint
 from rla_jax.errors import ConfigError
 from rla_jax.metrics import MetricsWriter, paired_change_lines, write_summary
+from rla_jax.metrics.progress import RunProgress
 from rla_jax.models import load_qwen
 from rla_jax.rl import agent_text
 from rla_jax.rl.phases import StepSamples, timed
@@ -122,6 +123,11 @@ class LoopBase:
       )
     self.build_tasks()
     self.metrics = MetricsWriter(workdir, is_primary=self.is_primary)
+    self.progress = RunProgress(
+      c.total_steps,
+      self.log if self.is_primary else (lambda _: None),
+      final_eval=c.eval.at_start,
+    )
 
   # ------------------------------------------------------------- hooks
   def check_config(self) -> None:
@@ -177,7 +183,13 @@ class LoopBase:
     learner = self.learners[role]
     if c.reset_optimizer_each_step:
       learner.reset_optimizer()
-    out = learner.train_epoch(samples, c.updates_per_step)
+    out = learner.train_epoch(
+      samples,
+      c.updates_per_step,
+      lambda done, total: self.progress.phase(
+        f"{role} training", done, total, "samples"
+      ),
+    )
     if out:
       self.samplers[role].update_params(learner.model())
     # fewer than updates_per_step when target_kl stopped the epoch
@@ -228,6 +240,14 @@ class LoopBase:
     self.log(f"resumed from checkpoint step {latest} in {self.workdir}")
     return latest + 1
 
+  def _timed_evaluation(self, step: int) -> dict:
+    """`evaluate(step)`, with its progress lines and wall time."""
+    t0 = time.perf_counter()
+    self.progress.begin_eval(step)
+    out = self.evaluate(step)
+    self.progress.end_eval(step, time.perf_counter() - t0)
+    return out
+
   def run(self) -> list[dict]:
     """Runs (or resumes) the loop; returns the metrics history.
 
@@ -238,14 +258,16 @@ class LoopBase:
     start = self.restore()
     self.metrics.truncate_after(start + 1 if start else 0)
     if start == 0 and c.eval.at_start:
-      self.metrics.write(0, self.evaluate(-1))
+      self.metrics.write(0, self._timed_evaluation(-1))
     for step in range(start, c.total_steps):
       t0 = time.perf_counter()
+      self.progress.begin_step(step)
       metrics = self.run_step(step)
+      self.progress.end_step(step, time.perf_counter() - t0)
       last = step == c.total_steps - 1
       if (c.eval.every and (step + 1) % c.eval.every == 0) or last:
         te = time.perf_counter()
-        metrics.update(self.evaluate(step))
+        metrics.update(self._timed_evaluation(step))
         metrics["time/eval"] = time.perf_counter() - te
       metrics["time/step"] = time.perf_counter() - t0
       self.metrics.write(step + 1, metrics)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -458,11 +458,15 @@ class Learner:
     return {k: float(v) for k, v in distributed.to_host(out).items()}
 
   def train_epoch(
-    self, samples: Sequence[Sample], num_updates: int
+    self,
+    samples: Sequence[Sample],
+    num_updates: int,
+    progress: Callable[[int, int], None] | None = None,
   ) -> list[dict[str, float]]:
     """Splits samples (kept in order) into num_updates optimizer steps; the
     metrics of the steps applied. With cfg.target_kl > 0 the epoch stops at
-    the first mini-batch whose KL exceeds 1.5 * target_kl (`update`)."""
+    the first mini-batch whose KL exceeds 1.5 * target_kl (`update`).
+    progress(samples done, samples), if given, follows every update."""
     if not samples:
       return []
     n = max(1, min(num_updates, len(samples)))
@@ -474,6 +478,8 @@ class Learner:
       if metrics is None:
         break
       out.append(metrics)
+      if progress is not None:
+        progress(min(i + size, len(samples)), len(samples))
     return out
 
   # ------------------------------------------------------------ checks
