@@ -150,6 +150,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # Policy samples with advantage 0 are dropped, as the reference (kept,
       # they carry no signal and only dilute the seq-mean).
       "drop_zero_advantage": True,
+      # "step_index" (the paper) or "gigpo": outcome-only step credit from
+      # anchor states (identical prompts within a task group), as
+      # verl-agent's GiGPO on ALFWorld (gamma 0.95, omega 1); with
+      # use_judge_signal=False.
+      "advantage": "step_index",
+      "gigpo_gamma": 0.95,
+      "gigpo_omega": 1.0,
       "judge_sampling": common.sampling(0.8, 0.95),
       "max_new_tokens": 16,
       "judge_batch": 96,

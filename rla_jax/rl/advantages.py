@@ -194,3 +194,93 @@ def standardize_over_judgements(
   z, _, _ = _masked_zscore(x, full_mask, axis=-1, eps=eps)
   keep = full_mask & (z != 0)
   return z, keep
+
+
+def discounted_outcome_returns(outcome, mask, gamma: float) -> np.ndarray:
+  """Discounted return of every step when the only reward is the episode's
+  outcome, paid at its last step (GiGPO's step returns on ALFWorld):
+
+      G[i, k] = gamma ** (L_i - 1 - k) * O[i]   for k < L_i,  0 elsewhere,
+
+  L_i = the number of steps of trajectory i (mask[i] must be a prefix).
+
+  Args:
+    outcome: [N] O (e.g. +1 / -1).
+    mask: [N, K] bool step mask.
+  Returns:
+    G: [N, K] float64.
+  """
+  if not 0.0 < gamma <= 1.0:
+    raise ValueError(f"discounted_outcome_returns: gamma={gamma} not in (0, 1]")
+  o = np.asarray(outcome, dtype=np.float64)
+  m = np.asarray(mask, dtype=bool)
+  if m.ndim != 2 or o.shape != m.shape[:1]:
+    raise ValueError(
+      "discounted_outcome_returns: outcome [N] and mask [N, K] expected, "
+      f"got {o.shape} and {m.shape}"
+    )
+  lengths = m.sum(axis=1)
+  if not (m == (np.arange(m.shape[1])[None] < lengths[:, None])).all():
+    raise ValueError("discounted_outcome_returns: mask rows must be prefixes")
+  k = np.arange(m.shape[1])[None]
+  to_go = np.maximum(lengths[:, None] - 1 - k, 0)
+  return np.where(m, gamma**to_go * o[:, None], 0.0)
+
+
+def anchor_state_advantages(returns, state_ids, mask, eps: float = 1e-8):
+  """GiGPO's step-level advantage (Feng et al. 2025, as verl-agent runs it
+  on ALFWorld): the steps of one task group that start from the same state
+  (identical observation and history: equal `state_ids`) form an anchor
+  group, and each step's return is z-scored within its anchor group:
+
+      A_S[i, k] = (G[i, k] - mean_a G) / std_a G,
+      a = {(j, l) : mask[j, l], state_ids[j, l] == state_ids[i, k]},
+
+  population std; 0 where |a| == 1, std_a <= eps or mask is False.
+
+  Args:
+    returns: [N, K] G (`discounted_outcome_returns`).
+    state_ids: [N, K] int: equal ids = the same state.
+    mask: [N, K] bool.
+  Returns:
+    A_S: [N, K] float64.
+  """
+  g = np.asarray(returns, dtype=np.float64)
+  ids = np.asarray(state_ids)
+  m = _bool_mask(mask, g.shape, "anchor_state_advantages")
+  if ids.shape != g.shape:
+    raise ValueError(
+      f"anchor_state_advantages: state_ids {ids.shape} != returns {g.shape}"
+    )
+  out = np.zeros_like(g)
+  for sid in np.unique(ids[m]):
+    members = m & (ids == sid)
+    z, _, _ = _masked_zscore(g[members], np.ones(members.sum(), bool), 0, eps)
+    out[members] = z
+  return out
+
+
+def gigpo_advantages(
+  outcome, state_ids, mask, *, gamma: float, omega: float, eps: float = 1e-8
+) -> np.ndarray:
+  """GiGPO advantage of every step of one task group: the episode-level
+  GRPO z-score of the outcomes plus omega times the anchor-state step
+  advantage (`anchor_state_advantages` of `discounted_outcome_returns`):
+
+      A[i, k] = (O[i] - mean O) / std O + omega * A_S[i, k]   (mask[i, k]),
+
+  0 where mask is False. Step-level credit without a judge: steps that led
+  to a win from a state other rollouts also reached score above those that
+  did not.
+
+  Args:
+    outcome: [N] O; state_ids: [N, K] int; mask: [N, K] bool.
+  Returns:
+    A: [N, K] float64.
+  """
+  m = np.asarray(mask, dtype=bool)
+  episode = group_zscore(outcome, eps)[:, None]
+  step = anchor_state_advantages(
+    discounted_outcome_returns(outcome, m, gamma), state_ids, m, eps
+  )
+  return np.where(m, episode + omega * step, 0.0)

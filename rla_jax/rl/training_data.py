@@ -24,6 +24,7 @@ from rla_jax.rl.advantages import (
   LONE_STEP_MODES,
   accuracy_in_band,
   consistency_feedback_rewards,
+  gigpo_advantages,
   policy_sample_keep_mask,
   standardize_by_step_index,
   standardize_over_judgements,
@@ -51,7 +52,10 @@ class RewardConfig:
   accuracies whose policy / reward-model samples are trained on;
   lone_step: advantage at a step index only one rollout reached ("raw": R,
   "zero": 0; `standardize_by_step_index`); drop_zero_advantage: drop policy
-  samples with A == 0.
+  samples with A == 0; advantage: "step_index" (the paper's per-step-index
+  z-score of R, `standardize_by_step_index`) or "gigpo" (outcome-only
+  step credit through anchor states, `gigpo_advantages`, with gigpo_gamma
+  and gigpo_omega; needs use_judge_signal False).
   """
 
   lam: float = 1.0
@@ -60,6 +64,9 @@ class RewardConfig:
   rm_band: tuple[float, float] = (0.2, 0.8)
   lone_step: str = "raw"
   drop_zero_advantage: bool = True
+  advantage: str = "step_index"
+  gigpo_gamma: float = 0.95
+  gigpo_omega: float = 1.0
 
   @classmethod
   def from_config(
@@ -77,7 +84,45 @@ class RewardConfig:
       raise ConfigError(
         f"{where}.lone_step: {cfg.lone_step!r} is not one of {LONE_STEP_MODES}"
       )
+    if cfg.advantage not in ADVANTAGE_MODES:
+      raise ConfigError(
+        f"{where}.advantage: {cfg.advantage!r} is not one of {ADVANTAGE_MODES}"
+      )
+    if cfg.advantage == "gigpo" and cfg.use_judge_signal:
+      raise ConfigError(
+        f"{where}.advantage='gigpo' is step credit without a judge: set "
+        f"{where}.use_judge_signal=False"
+      )
+    if not 0.0 < cfg.gigpo_gamma <= 1.0:
+      raise ConfigError(f"{where}.gigpo_gamma={cfg.gigpo_gamma} not in (0, 1]")
     return cfg
+
+
+ADVANTAGE_MODES = ("step_index", "gigpo")
+
+
+def state_ids(episodes, num_steps: int) -> np.ndarray:
+  """[N, K] int ids of the steps' states: equal iff the policy was shown
+  the same prompt (observation, history and candidates); -1 past an
+  episode's end."""
+  ids, out = {}, np.full((len(episodes), num_steps), -1, np.int64)
+  for n, ep in enumerate(episodes):
+    for k, text in enumerate(ep.prompt_texts[:num_steps]):
+      out[n, k] = ids.setdefault(text, len(ids))
+  return out
+
+
+def policy_advantages(episodes, outcome, R, M, cfg: RewardConfig):
+  """[N, K] policy advantages of one task group under cfg.advantage."""
+  if cfg.advantage == "gigpo":
+    return gigpo_advantages(
+      outcome,
+      state_ids(episodes, M.shape[1]),
+      M,
+      gamma=cfg.gigpo_gamma,
+      omega=cfg.gigpo_omega,
+    )
+  return standardize_by_step_index(R, M, lone_step=cfg.lone_step)
 
 
 def task_samples(
@@ -108,7 +153,7 @@ def task_samples(
   policy, rm = [], []
   if accuracy_in_band(acc, *cfg.policy_band):
     stats["policy_in_band"] = True
-    A = standardize_by_step_index(R, M, lone_step=cfg.lone_step)
+    A = policy_advantages(eps, outcome, R, M, cfg)
     keep = policy_sample_keep_mask(A, M, cfg.drop_zero_advantage)
     for n, ep in enumerate(eps):
       for k in range(ep.num_steps):
