@@ -5,7 +5,12 @@ Runs the same config, seeds and budget in four stages:
   +Judge   + the step-wise judge signal (R = O + mean S), judge frozen
   +Reward  + judge training by consistency feedback
   +Env     + environment adaptation (full RLAnything)
-and a "Before" row (every run's evaluation before any update). Writes
+and a "Before" row (every run's evaluation before any update). Extra
+rows, run when named in --stages (e.g. --stages=Policy,GiGPO):
+  GiGPO    outcome-only step credit without a judge: steps of one task
+           group with identical prompts standardised together
+           (reward.advantage="gigpo", as verl-agent on ALFWorld)
+Writes
 ABLATION.md (table + command), ablation_curves.png and per-run workdirs.
 
   python launch/ablation.py --config=alfworld --seeds=0,1 \
@@ -56,30 +61,48 @@ STAGES = {
     "adaptation.enabled": True,
   },
 }
+EXTRA_STAGES = {
+  "GiGPO": {
+    "reward.use_judge_signal": False,
+    "reward.train_rm": False,
+    "reward.advantage": "gigpo",
+    "adaptation.enabled": False,
+  },
+}
+ALL_STAGES = {**STAGES, **EXTRA_STAGES}
 
 _CONFIG = config_flags.DEFINE_config_file(
   "config", None, "Base config.", lock_config=False
 )
 _SEEDS = flags.DEFINE_list("seeds", ["0"], "Seeds (one run per stage each).")
 _OUT = flags.DEFINE_string("out", "runs/ablation", "Output directory.")
-_STAGES = flags.DEFINE_list("stages", list(STAGES), "Stages to run.")
+_STAGES = flags.DEFINE_list(
+  "stages", list(STAGES), f"Stages to run (extra: {list(EXTRA_STAGES)})."
+)
 
 
-def _set(config, dotted: str, value) -> None:
+def _set(config, dotted: str, value, stage: str) -> None:
+  """config.<dotted> = value; ConfigError if the config has no such key
+  (a stage made for another setting, e.g. GiGPO with --config=coding)."""
   *path, last = dotted.split(".")
   node = config
-  for p in path:
-    node = node[p]
-  node[last] = value
+  for p in path + [last]:
+    if p not in node:
+      raise ConfigError(
+        f"--stages={stage}: the config has no key {dotted!r} "
+        f"(stage {stage} sets it)"
+      )
+    parent, node = node, node[p]
+  parent[last] = value
 
 
 def check_stages_and_seeds(stages: list[str], seeds: list[str]) -> None:
   """Raises ConfigError naming the flag of an unknown stage or a seed that
   is not an integer (before any run starts)."""
-  unknown = [s for s in stages if s not in STAGES]
+  unknown = [s for s in stages if s not in ALL_STAGES]
   if unknown:
     raise ConfigError(
-      f"--stages: unknown stage(s) {unknown}; known: {list(STAGES)}"
+      f"--stages: unknown stage(s) {unknown}; known: {list(ALL_STAGES)}"
     )
   for seed in seeds:
     try:
@@ -104,6 +127,13 @@ def main(argv):
 
   enable_compilation_cache()
   base = _CONFIG.value
+  try:  # every stage's keys exist in the config, before any run
+    for stage in _STAGES.value:
+      probe = base.copy_and_resolve_references()
+      for k, v in ALL_STAGES[stage].items():
+        _set(probe, k, v, stage)
+  except ConfigError as e:
+    fail(e)
   results, curves = {"Before": []}, {}
   before = {}  # seed -> metrics row 0 (evaluation before any update)
   t_start = time.time()
@@ -112,8 +142,8 @@ def main(argv):
     for seed in _SEEDS.value:
       config = base.copy_and_resolve_references()
       config.seed = int(seed)
-      for k, v in STAGES[stage].items():
-        _set(config, k, v)
+      for k, v in ALL_STAGES[stage].items():
+        _set(config, k, v, stage)
       # Same seed and warm start: the evaluation before any update is the
       # same for every stage (deterministic), so only the first stage run
       # of a seed measures it; later stages reuse that row.
@@ -143,9 +173,9 @@ def main(argv):
   # Table and curves in Table-1 order, whatever order the stages ran in.
   results = {
     "Before": results["Before"],
-    **{s: results[s] for s in STAGES if s in results},
+    **{s: results[s] for s in ALL_STAGES if s in results},
   }
-  curves = {s: curves[s] for s in STAGES if s in curves}
+  curves = {s: curves[s] for s in ALL_STAGES if s in curves}
   os.makedirs(_OUT.value, exist_ok=True)
   table = write_ablation_table(results, os.path.join(_OUT.value, "table.md"))
   plot_ablation_curves(curves, os.path.join(_OUT.value, "ablation_curves.png"))

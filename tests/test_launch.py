@@ -258,7 +258,7 @@ def _run_ablation_with_failing_loop(kind, tmp_path):
       "-c",
       _ABLATION_WITH_FAILING_LOOP,
       kind,
-      f"--config={os.path.join(ROOT, 'configs', 'coding.py')}:smoke",
+      f"--config={os.path.join(ROOT, 'configs', 'alfworld.py')}:smoke",
       f"--out={tmp_path}",
       "--stages=Policy",
     ],
@@ -288,6 +288,15 @@ def test_ablation_bad_preset_stage_and_seed_are_one_line(tmp_path):
     script=_ABLATION,
   )
   _assert_one_error_line(proc, "--stages: unknown stage(s) ['+Nope']")
+  # The stages set ALFWorld reward keys; another config is refused, not
+  # given keys nothing reads.
+  proc = _run(
+    ["--config=coding:smoke", f"--out={tmp_path}", "--stages=GiGPO"],
+    script=_ABLATION,
+  )
+  _assert_one_error_line(
+    proc, "--stages=GiGPO: the config has no key 'reward.use_judge_signal'"
+  )
   proc = _run(
     ["--config=coding:smoke", f"--out={tmp_path}", "--seeds=0,one"],
     script=_ABLATION,
