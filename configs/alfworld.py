@@ -154,6 +154,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # anchor states (identical prompts within a task group), as
       # verl-agent's GiGPO on ALFWorld (gamma 0.95, omega 1); with
       # use_judge_signal=False.
+      # Where S comes from: "judge" (the reward model's m votes) or
+      # "expert" (the oracle's progress labels, one vote; the ablation's
+      # upper bound of the step signal; needs train_rm=False).
+      "step_signal": "judge",
       "advantage": "step_index",
       "gigpo_gamma": 0.95,
       "gigpo_omega": 1.0,

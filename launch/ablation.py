@@ -10,6 +10,8 @@ rows, run when named in --stages (e.g. --stages=Policy,GiGPO):
   GiGPO    outcome-only step credit without a judge: steps of one task
            group with identical prompts standardised together
            (reward.advantage="gigpo", as verl-agent on ALFWorld)
+  ExpertS  +Judge with the judge's votes replaced by the expert's step
+           labels (reward.step_signal="expert"): the step signal's bound
 Writes
 ABLATION.md (table + command), ablation_curves.png and per-run workdirs.
 
@@ -66,6 +68,12 @@ EXTRA_STAGES = {
     "reward.use_judge_signal": False,
     "reward.train_rm": False,
     "reward.advantage": "gigpo",
+    "adaptation.enabled": False,
+  },
+  "ExpertS": {
+    "reward.use_judge_signal": True,
+    "reward.step_signal": "expert",
+    "reward.train_rm": False,
     "adaptation.enabled": False,
   },
 }

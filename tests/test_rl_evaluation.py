@@ -126,3 +126,24 @@ def test_start_outcomes_round_trip_and_refuse_changed_settings():
     evaluation.StartOutcomes.restore(record, changed, logged.append) is None
   )
   assert len(logged) == 1 and "not paired" in logged[0]
+
+
+def test_expert_step_scores_label_the_experts_steps_plus_one():
+  import types
+
+  from rla_jax.envs.alfworld import expert_plan, generate_split
+
+  games = generate_split("train", 2, seed=3, room_size="small")
+  plan = expert_plan(games[0])
+  eps = [
+    # the expert's own plan: every step makes progress
+    types.SimpleNamespace(game=games[0], actions=plan, num_steps=len(plan)),
+    # "look" twice: no progress
+    types.SimpleNamespace(game=games[1], actions=["look", "look"], num_steps=2),
+  ]
+  scores, mask = evaluation.expert_step_scores(eps)
+  K = max(len(plan), 2)
+  assert scores.shape == (2, K, 1) and mask.shape == (2, K)
+  assert (scores[0, : len(plan), 0] == 1).all() and mask[0].sum() == len(plan)
+  assert (scores[1, :2, 0] == -1).all() and mask[1].sum() == 2
+  assert (scores[~mask] == 0).all()

@@ -55,7 +55,7 @@ from rla_jax.rl.phases import (
   timing_metrics,
 )
 from rla_jax.rl.seeds import derive_seed
-from rla_jax.rl.training_data import RewardConfig, task_samples
+from rla_jax.rl.training_data import STEP_SIGNALS, RewardConfig, task_samples
 from rla_jax.warmstart import settings as warmstart_settings
 from rla_jax.warmstart.directory import WarmStart, load_warm_start_dir
 
@@ -117,8 +117,18 @@ class AlfworldLoop(LoopBase):
     return warmstart_settings.history_steps(self.config.env)
 
   def check_config(self) -> None:
-    e = self.config.env
-    RewardConfig.from_config(self.config.reward)
+    e, r = self.config.env, self.config.reward
+    RewardConfig.from_config(r)
+    if r.step_signal not in STEP_SIGNALS:
+      raise ConfigError(
+        f"config reward.step_signal={r.step_signal!r} is not one of "
+        f"{STEP_SIGNALS}"
+      )
+    if r.step_signal == "expert" and r.train_rm:
+      raise ConfigError(
+        "config reward.step_signal='expert' replaces the judge's votes by "
+        "the expert's step labels: set reward.train_rm=False"
+      )
     parse_task_types(e.task_types)
     if e.num_tasks < 1 or e.num_slots < e.num_tasks:
       raise ConfigError(
@@ -323,6 +333,8 @@ class AlfworldLoop(LoopBase):
     (active tasks and accepted candidates), if anything reads them; their
     wall time is timings["rm_sampling"]."""
     c = self.config
+    if c.reward.step_signal == "expert":
+      return self._expert_step_signal(episodes, timings)
     with timed(timings, "rm_sampling"):
       need_judge = (
         c.reward.use_judge_signal or c.reward.train_rm or c.adaptation.enabled
@@ -342,6 +354,15 @@ class AlfworldLoop(LoopBase):
     K = max(e.num_steps for e in episodes)
     mask = np.array([[k < e.num_steps for k in range(K)] for e in episodes])
     return StepJudgements(None, np.zeros((len(episodes), K, 1)), mask)
+
+  def _expert_step_signal(self, episodes, timings) -> StepJudgements:
+    """Phase 4 with reward.step_signal='expert': the expert's progress
+    label (+1/-1, `evaluation.process_labels`) of every step as its one
+    vote, S [N, K, 1]: the upper bound of the judge's step signal. Wall time
+    in timings["expert_labels"]."""
+    with timed(timings, "expert_labels"):
+      scores, mask = evaluation.expert_step_scores(episodes)
+    return StepJudgements(None, scores, mask)
 
   def _build_samples(
     self, episodes, judged: StepJudgements, rolled, resolution

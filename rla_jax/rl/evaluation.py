@@ -48,6 +48,20 @@ def process_labels(episodes) -> list[list[int]]:
   ]
 
 
+def expert_step_scores(episodes) -> tuple[np.ndarray, np.ndarray]:
+  """The expert's progress labels as one vote per step: (S [N, K, 1] in
+  {+1, -1}, 0 past an episode's end; mask [N, K]), K the longest episode
+  (at least 1)."""
+  labels = process_labels(episodes)
+  K = max([len(row) for row in labels] + [1])
+  scores = np.zeros((len(episodes), K, 1))
+  mask = np.zeros((len(episodes), K), bool)
+  for n, row in enumerate(labels):
+    scores[n, : len(row), 0] = row
+    mask[n, : len(row)] = True
+  return scores, mask
+
+
 def _votes_and_labels(
   scores: np.ndarray, mask: np.ndarray, labels: list[list[int]]
 ) -> tuple[np.ndarray, np.ndarray]:

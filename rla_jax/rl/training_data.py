@@ -40,7 +40,9 @@ REWARD_LOOP_KEYS = (
   "judge_sampling",
   "max_new_tokens",
   "judge_batch",
+  "step_signal",
 )
+STEP_SIGNALS = ("judge", "expert")
 
 
 @dataclasses.dataclass(frozen=True)
