@@ -126,3 +126,27 @@ def test_llama_export_loads_in_transformers(tmp_path, variant):
   again = hf_logits(out, tokens, mask)  # transformers loads our export
   assert np.abs(again[real] - ref[real]).max() <= 1e-5
   assert load_model(out).cfg == load_model(src).cfg
+
+
+def test_llama3_rope_reads_from_v4_and_v5_keys_and_rejects_others():
+  from rla_jax.models import ConfigError, QwenConfig
+
+  base = dict(
+    model_type="llama",
+    vocab_size=300,
+    hidden_size=48,
+    intermediate_size=96,
+    num_hidden_layers=2,
+    num_attention_heads=6,
+  )
+  v5 = QwenConfig.from_hf_dict({**base, "rope_parameters": LLAMA3_ROPE})
+  scaling = {k: v for k, v in LLAMA3_ROPE.items() if k != "rope_theta"}
+  v4 = QwenConfig.from_hf_dict(
+    {**base, "rope_theta": 10000.0, "rope_scaling": scaling}
+  )
+  assert v4 == v5 and v5.rope_scaling.factor == 8.0
+  assert v5.head_dim == 8 and not v5.qkv_bias and not v5.qk_norm
+  assert QwenConfig.from_hf_dict(v5.to_hf_dict()) == v5
+  yarn = {**LLAMA3_ROPE, "rope_type": "yarn"}
+  with pytest.raises(ConfigError, match="c.json: rope type 'yarn' is not"):
+    QwenConfig.from_hf_dict({**base, "rope_parameters": yarn}, "c.json")

@@ -85,7 +85,7 @@ def _rope_from_hf(
 
 @dataclasses.dataclass(frozen=True)
 class QwenConfig:
-  """Shapes and options of a Qwen decoder.
+  """Shapes and options of a Qwen2/Qwen3/Llama decoder.
 
   Dimension letters used across the models package:
     B batch, T new tokens, S cache slots, D hidden, N query heads,
