@@ -224,12 +224,15 @@ def param_count(cfg: QwenConfig) -> int:
 
 def param_count_formula(cfg: QwenConfig) -> int:
   """Closed form: V*D*(1 or 2) + D + L*(2D + D(N+2K)H + NHD + 3DF [+ biases
-  (N+2K)H for qwen2] [+ q/k norms 2H for qwen3])."""
+  (N+2K)H for qwen2 / attention_bias] [+ o bias D with attention_bias]
+  [+ q/k norms 2H for qwen3] [+ mlp biases 2F + D with mlp_bias])."""
   D, F, H = cfg.hidden_size, cfg.intermediate_size, cfg.head_dim
   N, K, V, L = cfg.num_heads, cfg.num_kv_heads, cfg.vocab_size, cfg.num_layers
   per_layer = 2 * D + D * (N + 2 * K) * H + N * H * D + 3 * D * F
   per_layer += (N + 2 * K) * H if cfg.qkv_bias else 0
+  per_layer += D if cfg.o_bias else 0
   per_layer += 2 * H if cfg.qk_norm else 0
+  per_layer += 2 * F + D if cfg.mlp_bias else 0
   return V * D * (1 if cfg.tie_word_embeddings else 2) + D + L * per_layer
 
 

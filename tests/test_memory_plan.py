@@ -29,6 +29,8 @@ def test_closed_form_equals_model_definition_for_every_preset():
     assert mm.param_count_formula(cfg) == mm.param_count(cfg)
   tied = mm.PRESETS["qwen3-8b"].replace(tie_word_embeddings=True)
   assert mm.param_count_formula(tied) == mm.param_count(tied)
+  llama = tied.replace(model_type="llama", attention_bias=True, mlp_bias=True)
+  assert mm.param_count_formula(llama) == mm.param_count(llama)
 
 
 def test_kv_cache_bytes_per_token_by_hand():

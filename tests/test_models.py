@@ -139,8 +139,8 @@ def test_malformed_config(tmp_path):
 
 def test_unsupported_model_type_and_missing_key(tmp_path):
   path = build_hf_checkpoint(str(tmp_path), "qwen3", tie=True)
-  _edit_config(path, lambda d: d.update(model_type="llama"))
-  with pytest.raises(ConfigError, match="unsupported model_type 'llama'"):
+  _edit_config(path, lambda d: d.update(model_type="gpt2"))
+  with pytest.raises(ConfigError, match="unsupported model_type 'gpt2'"):
     load_qwen(path)
   _edit_config(
     path, lambda d: (d.update(model_type="qwen3"), d.pop("hidden_size"))

@@ -1,6 +1,8 @@
-"""Architecture description of Qwen2/Qwen2.5/Qwen3 decoder-only models.
+"""Architecture description of Qwen2/Qwen2.5/Qwen3 and Llama decoders.
 
-`QwenConfig` is the single source of truth for shapes. It is read from and
+`QwenConfig` (despite its name, the config of every supported family; the
+family is `model_type`) is the single source of truth for shapes. It is
+read from and
 written to Hugging Face `config.json` files in both the transformers v4 form
 (top-level `rope_theta`, `torch_dtype`) and the v5 form (`rope_parameters`,
 `dtype`).
@@ -15,14 +17,75 @@ from typing import Any
 
 from rla_jax.errors import ConfigError
 
-SUPPORTED_MODEL_TYPES = ("qwen2", "qwen3")
+SUPPORTED_MODEL_TYPES = ("qwen2", "qwen3", "llama")
 
-_ARCHITECTURES = {"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}
+_ARCHITECTURES = {
+  "qwen2": "Qwen2ForCausalLM",
+  "qwen3": "Qwen3ForCausalLM",
+  "llama": "LlamaForCausalLM",
+}
+SUPPORTED_ROPE_TYPES = ("default", "llama3")
+
+
+@dataclasses.dataclass(frozen=True)
+class Llama3RopeScaling:
+  """The "llama3" RoPE frequency rescaling (Llama 3.1+): wavelengths above
+  original_max_position_embeddings / low_freq_factor are divided by factor,
+  those below ... / high_freq_factor kept, those between interpolated."""
+
+  factor: float
+  low_freq_factor: float
+  high_freq_factor: float
+  original_max_position_embeddings: int
+
+  @classmethod
+  def from_hf_dict(cls, d: dict[str, Any], source: str) -> Llama3RopeScaling:
+    """Reads the four keys of a HF rope_parameters/rope_scaling dict."""
+    try:
+      return cls(
+        factor=float(d["factor"]),
+        low_freq_factor=float(d["low_freq_factor"]),
+        high_freq_factor=float(d["high_freq_factor"]),
+        original_max_position_embeddings=int(
+          d["original_max_position_embeddings"]
+        ),
+      )
+    except KeyError as e:
+      raise ConfigError(f"{source}: llama3 rope is missing {e}") from None
+
+  def to_hf_dict(self) -> dict[str, Any]:
+    return {"rope_type": "llama3", **dataclasses.asdict(self)}
+
+
+def _rope_from_hf(
+  d: dict[str, Any], source: str
+) -> tuple[float, Llama3RopeScaling | None]:
+  """(rope_theta, llama3 scaling or None) from a HF config dict: v5 keeps
+  both in `rope_parameters`, v4 has top-level `rope_theta` and
+  `rope_scaling`."""
+  rope = d.get("rope_parameters") or {}
+  scaling = d.get("rope_scaling") or {}
+  if d.get("rope_theta") is not None:
+    rope_theta = d["rope_theta"]  # v4
+  elif "rope_theta" in rope:
+    rope_theta = rope["rope_theta"]  # v5
+  else:
+    rope_theta = 10000.0  # transformers' class default
+  params = rope if rope.get("rope_type") else scaling
+  rope_type = params.get("rope_type") or params.get("type") or "default"
+  if rope_type not in SUPPORTED_ROPE_TYPES:
+    raise ConfigError(
+      f"{source}: rope type {rope_type!r} is not supported "
+      f"(supported: {SUPPORTED_ROPE_TYPES})"
+    )
+  if rope_type == "default":
+    return float(rope_theta), None
+  return float(rope_theta), Llama3RopeScaling.from_hf_dict(params, source)
 
 
 @dataclasses.dataclass(frozen=True)
 class QwenConfig:
-  """Shapes and options of a Qwen decoder.
+  """Shapes and options of a Qwen2/Qwen3/Llama decoder.
 
   Dimension letters used across the models package:
     B batch, T new tokens, S cache slots, D hidden, N query heads,
@@ -30,7 +93,7 @@ class QwenConfig:
     F mlp intermediate, V vocab, L layers.
   """
 
-  model_type: str  # "qwen2" (q/k/v bias) or "qwen3" (q/k RMSNorm)
+  model_type: str  # "qwen2" (q/k/v bias), "qwen3" (q/k RMSNorm), "llama"
   vocab_size: int
   hidden_size: int
   intermediate_size: int
@@ -44,6 +107,10 @@ class QwenConfig:
   max_position_embeddings: int = 32768
   bos_token_id: int | None = None
   eos_token_id: int | list[int] | None = None
+  # q/k/v/o projection biases (llama, qwen3; qwen2 always has q/k/v ones).
+  attention_bias: bool = False
+  mlp_bias: bool = False  # gate/up/down biases (llama)
+  rope_scaling: Llama3RopeScaling | None = None  # None: plain RoPE
 
   def __post_init__(self):
     if self.model_type not in SUPPORTED_MODEL_TYPES:
@@ -51,6 +118,10 @@ class QwenConfig:
         f"unsupported model_type {self.model_type!r}; supported: "
         f"{SUPPORTED_MODEL_TYPES}"
       )
+    if self.model_type == "qwen2" and self.attention_bias:
+      raise ConfigError("qwen2 has no attention_bias option (q/k/v only)")
+    if self.mlp_bias and self.model_type != "llama":
+      raise ConfigError(f"mlp_bias is a llama option, not {self.model_type}")
     for name in (
       "vocab_size",
       "hidden_size",
@@ -69,8 +140,17 @@ class QwenConfig:
       )
 
   @property
+  def architecture(self) -> str:
+    """The transformers class name, e.g. "LlamaForCausalLM"."""
+    return _ARCHITECTURES[self.model_type]
+
+  @property
   def qkv_bias(self) -> bool:
-    return self.model_type == "qwen2"
+    return self.model_type == "qwen2" or self.attention_bias
+
+  @property
+  def o_bias(self) -> bool:
+    return self.attention_bias
 
   @property
   def qk_norm(self) -> bool:
@@ -111,24 +191,9 @@ class QwenConfig:
         head_dim = 128  # transformers' Qwen3Config default
       else:
         head_dim = hidden // num_heads
-    rope = d.get("rope_parameters") or {}
-    if "rope_theta" in d and d["rope_theta"] is not None:
-      rope_theta = d["rope_theta"]  # v4
-    elif "rope_theta" in rope:
-      rope_theta = rope["rope_theta"]  # v5
-    else:
-      rope_theta = 10000.0  # transformers' class default
-    scaling = d.get("rope_scaling")
-    rope_type = (
-      rope.get("rope_type")
-      or (scaling or {}).get("rope_type")
-      or (scaling or {}).get("type")
-      or "default"
-    )
-    if rope_type != "default":
-      raise ConfigError(
-        f"{source}: rope type {rope_type!r} is not supported (only 'default')"
-      )
+    rope_theta, rope_scaling = _rope_from_hf(d, source)
+    if d.get("hidden_act", "silu") != "silu":
+      raise ConfigError(f"{source}: hidden_act {d['hidden_act']!r} != 'silu'")
     if d.get("use_sliding_window"):
       raise ConfigError(f"{source}: use_sliding_window=true is not supported")
     try:
@@ -147,6 +212,10 @@ class QwenConfig:
         max_position_embeddings=int(d.get("max_position_embeddings", 32768)),
         bos_token_id=d.get("bos_token_id"),
         eos_token_id=d.get("eos_token_id"),
+        attention_bias=model_type != "qwen2"
+        and bool(d.get("attention_bias", False)),
+        mlp_bias=model_type == "llama" and bool(d.get("mlp_bias", False)),
+        rope_scaling=rope_scaling,
       )
     except (TypeError, ValueError) as e:
       if isinstance(e, ConfigError):
@@ -167,7 +236,7 @@ class QwenConfig:
   def to_hf_dict(self, dtype: str = "float32") -> dict[str, Any]:
     """Returns a transformers v5 config dict."""
     d = {
-      "architectures": [_ARCHITECTURES[self.model_type]],
+      "architectures": [self.architecture],
       "model_type": self.model_type,
       "vocab_size": self.vocab_size,
       "hidden_size": self.hidden_size,
@@ -181,7 +250,11 @@ class QwenConfig:
       "rms_norm_eps": self.rms_norm_eps,
       "rope_parameters": {
         "rope_theta": self.rope_theta,
-        "rope_type": "default",
+        **(
+          self.rope_scaling.to_hf_dict()
+          if self.rope_scaling
+          else {"rope_type": "default"}
+        ),
       },
       "tie_word_embeddings": self.tie_word_embeddings,
       "use_sliding_window": False,
@@ -192,6 +265,10 @@ class QwenConfig:
       "bos_token_id": self.bos_token_id,
       "eos_token_id": self.eos_token_id,
     }
-    if self.model_type == "qwen3":
-      d["attention_bias"] = False
+    if self.model_type != "qwen2":
+      d["attention_bias"] = self.attention_bias
+    if self.model_type == "llama":
+      d.update(mlp_bias=self.mlp_bias, pretraining_tp=1)
+      for key in ("use_sliding_window", "sliding_window"):
+        d.pop(key)
     return d

@@ -1,4 +1,5 @@
-"""Hugging Face checkpoint import/export for `rla_jax.models.Qwen`.
+"""Hugging Face checkpoint import/export for `rla_jax.models.Qwen`
+(Qwen2, Qwen3 and Llama directories, by config.json's model_type).
 
 Import streams tensor by tensor from `model.safetensors` or a sharded
 `model-0000x-of-0000y.safetensors` set (via its index file) straight into
@@ -51,11 +52,15 @@ def _hf_layout(cfg: QwenConfig):
     "bq": (pre + "self_attn.q_proj.bias", (N * H,)),
     "bk": (pre + "self_attn.k_proj.bias", (K * H,)),
     "bv": (pre + "self_attn.v_proj.bias", (K * H,)),
+    "bo": (pre + "self_attn.o_proj.bias", None),
     "q_norm": (pre + "self_attn.q_norm.weight", None),
     "k_norm": (pre + "self_attn.k_norm.weight", None),
     "w_gate": (pre + "mlp.gate_proj.weight", (cfg.intermediate_size, D)),
     "w_up": (pre + "mlp.up_proj.weight", (cfg.intermediate_size, D)),
     "w_down": (pre + "mlp.down_proj.weight", (D, cfg.intermediate_size)),
+    "b_gate": (pre + "mlp.gate_proj.bias", None),
+    "b_up": (pre + "mlp.up_proj.bias", None),
+    "b_down": (pre + "mlp.down_proj.bias", None),
   }
   return table
 
@@ -150,7 +155,7 @@ def load_qwen(
   ]
   | None = None,
 ) -> Qwen:
-  """Loads a HF Qwen2/Qwen3 checkpoint directory into a `Qwen` module.
+  """Loads a HF Qwen2/Qwen3/Llama checkpoint directory into a `Qwen` module.
 
   sharding_fn maps a parameter's (logical axes, shape) to its target sharding
   (see `rla_jax.sharding.param_sharding_fn`); default: the first local device.
@@ -274,4 +279,15 @@ def save_qwen(
     tokenizer.save_pretrained(out_dir)
 
 
-__all__ = ["load_qwen", "save_qwen", "CheckpointError", "ConfigError"]
+# Family-neutral names: the same functions serve every supported model_type.
+load_model = load_qwen
+save_model = save_qwen
+
+__all__ = [
+  "load_qwen",
+  "save_qwen",
+  "load_model",
+  "save_model",
+  "CheckpointError",
+  "ConfigError",
+]

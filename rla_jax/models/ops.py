@@ -12,6 +12,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 MASK_VALUE = -0.7 * float(jnp.finfo(jnp.float32).max)
 
@@ -23,16 +24,39 @@ def rms_norm(x, weight, eps):
   return (weight.astype(jnp.float32) * x32).astype(x.dtype)
 
 
-def apply_rope(x, positions, theta):
+def rope_inv_freq(cfg) -> np.ndarray:
+  """Per-pair RoPE frequencies [H/2] float32: theta^(-2i/H), rescaled as
+  transformers' `_compute_llama3_parameters` does when cfg.rope_scaling is
+  set (kept in numpy: a compile-time constant of the traced forward)."""
+  H = cfg.head_dim
+  inv_freq = 1.0 / (
+    np.float32(cfg.rope_theta) ** (np.arange(0, H, 2, dtype=np.float32) / H)
+  )
+  s = cfg.rope_scaling
+  if s is None:
+    return inv_freq.astype(np.float32)
+  old_len = s.original_max_position_embeddings
+  low_freq_wavelen = old_len / s.low_freq_factor
+  high_freq_wavelen = old_len / s.high_freq_factor
+  wavelen = 2 * math.pi / inv_freq
+  scaled = np.where(wavelen > low_freq_wavelen, inv_freq / s.factor, inv_freq)
+  smooth = (old_len / wavelen - s.low_freq_factor) / (
+    s.high_freq_factor - s.low_freq_factor
+  )
+  smoothed = (1 - smooth) * scaled / s.factor + smooth * scaled
+  medium = (wavelen >= high_freq_wavelen) & (wavelen <= low_freq_wavelen)
+  return np.where(medium, smoothed, scaled).astype(np.float32)
+
+
+def apply_rope(x, positions, inv_freq):
   """Half-split rotary embedding (HF convention).
 
-  x: [B, T, n, H]; positions: [B, T] int. Angle for pair i is
-  pos * theta^(-2i/H); x' = x * cos + rotate_half(x) * sin.
+  x: [B, T, n, H]; positions: [B, T] int; inv_freq: [H/2] (`rope_inv_freq`).
+  Angle for pair i is pos * inv_freq[i]; x' = x * cos + rotate_half(x) * sin.
   """
   H = x.shape[-1]
-  inv_freq = 1.0 / (theta ** (jnp.arange(0, H, 2, dtype=jnp.float32) / H))
-  ang = positions.astype(jnp.float32)[..., None] * inv_freq  # [B, T, H/2]
-  cos = jnp.cos(ang)[:, :, None, :]
+  ang = positions.astype(jnp.float32)[..., None] * jnp.asarray(inv_freq)
+  cos = jnp.cos(ang)[:, :, None, :]  # [B, T, 1, H/2]
   sin = jnp.sin(ang)[:, :, None, :]
   x32 = x.astype(jnp.float32)
   x1, x2 = x32[..., : H // 2], x32[..., H // 2 :]
@@ -97,8 +121,9 @@ def grouped_attention(q, k, v, mask):
 
 def attention_inputs(cfg, p, x, positions, dt):
   """A decoder layer's head: pre-norm, q/k/v projections (+ biases for
-  Qwen2, + per-head norms for Qwen3), RoPE. x: [B, T, D] -> q [B, T, N, H],
-  k, v [B, T, K, H]; p holds one layer's weights. Shared by the scanned
+  Qwen2 or attention_bias, + per-head norms for Qwen3), RoPE (llama3-scaled
+  with cfg.rope_scaling). x: [B, T, D] -> q [B, T, N, H], k, v [B, T, K, H];
+  p holds one layer's weights. Shared by the scanned
   training forward and the unrolled sampling forward."""
   h = rms_norm(x, p["input_norm"], cfg.rms_norm_eps)
   q = dense(h, p["wq"].astype(dt))
@@ -113,18 +138,29 @@ def attention_inputs(cfg, p, x, positions, dt):
   if cfg.qk_norm:
     q = rms_norm(q, p["q_norm"], cfg.rms_norm_eps)
     k = rms_norm(k, p["k_norm"], cfg.rms_norm_eps)
+  inv_freq = rope_inv_freq(cfg)
   return (
-    apply_rope(q, positions, cfg.rope_theta),
-    apply_rope(k, positions, cfg.rope_theta),
+    apply_rope(q, positions, inv_freq),
+    apply_rope(k, positions, inv_freq),
     v,
   )
 
 
+def _biased(y, p, name, on, dt):
+  """y + p[name] (broadcast over leading axes) when `on`, else y."""
+  return y + p[name].astype(dt) if on else y
+
+
 def attention_output_and_mlp(cfg, p, x, attn, dt):
-  """A decoder layer's tail: x + attn @ wo, then the pre-norm SwiGLU MLP
-  with its residual. x: [B, T, D]; attn: [B, T, N, H] -> [B, T, D]."""
-  x = x + dense(attn, p["wo"].astype(dt), num_in=2)
+  """A decoder layer's tail: x + attn @ wo (+ bo), then the pre-norm
+  SwiGLU MLP (+ biases with cfg.mlp_bias) with its residual.
+  x: [B, T, D]; attn: [B, T, N, H] -> [B, T, D]."""
+  o = dense(attn, p["wo"].astype(dt), num_in=2)
+  x = x + _biased(o, p, "bo", cfg.o_bias, dt)
   h = rms_norm(x, p["post_attn_norm"], cfg.rms_norm_eps)
-  gate = dense(h, p["w_gate"].astype(dt))
-  up = dense(h, p["w_up"].astype(dt))
-  return x + dense(jax.nn.silu(gate) * up, p["w_down"].astype(dt))
+  gate = _biased(
+    dense(h, p["w_gate"].astype(dt)), p, "b_gate", cfg.mlp_bias, dt
+  )
+  up = _biased(dense(h, p["w_up"].astype(dt)), p, "b_up", cfg.mlp_bias, dt)
+  down = dense(jax.nn.silu(gate) * up, p["w_down"].astype(dt))
+  return x + _biased(down, p, "b_down", cfg.mlp_bias, dt)

@@ -1,4 +1,4 @@
-"""Qwen2 / Qwen2.5 / Qwen3 decoder in Flax NNX.
+"""Qwen2 / Qwen2.5 / Qwen3 / Llama decoder in Flax NNX.
 
 One module serves training (a full sequence, no cache) and sampling (a chunk
 of new tokens appended to a `KVCache`). Layers are stacked along a leading
@@ -49,11 +49,15 @@ LAYER_PARAM_AXES = {
   "bq": ("layers", "heads", "head_dim"),
   "bk": ("layers", "kv_heads", "head_dim"),
   "bv": ("layers", "kv_heads", "head_dim"),
+  "bo": ("layers", "embed"),
   "q_norm": ("layers", "norm"),
   "k_norm": ("layers", "norm"),
   "w_gate": ("layers", "embed", "mlp"),
   "w_up": ("layers", "embed", "mlp"),
   "w_down": ("layers", "mlp", "embed"),
+  "b_gate": ("layers", "mlp"),
+  "b_up": ("layers", "mlp"),
+  "b_down": ("layers", "embed"),
 }
 
 
@@ -80,8 +84,12 @@ def layer_param_shapes(cfg: QwenConfig) -> dict[str, tuple[int, ...]]:
   }
   if cfg.qkv_bias:
     shapes.update(bq=(L, N, H), bk=(L, K, H), bv=(L, K, H))
+  if cfg.o_bias:
+    shapes.update(bo=(L, D))
   if cfg.qk_norm:
     shapes.update(q_norm=(L, H), k_norm=(L, H))
+  if cfg.mlp_bias:
+    shapes.update(b_gate=(L, F), b_up=(L, F), b_down=(L, D))
   return shapes
 
 
@@ -96,7 +104,8 @@ def _param(rngs, shape, init, param_dtype, axes):
 
 
 class Qwen(nnx.Module):
-  """Qwen2/Qwen3 causal LM with stacked, scanned layers."""
+  """Qwen2/Qwen3/Llama causal LM with stacked, scanned layers (the family's
+  differences are options of `QwenConfig`)."""
 
   def __init__(
     self,
