@@ -1,0 +1,106 @@
+"""The ALFWorld loop's evaluation: policy success on the in- and
+out-of-distribution games (paired against the start evaluation) and the
+judge's accuracy on fixed reference trajectories.
+
+`AlfWorldEvaluation` is a mixin of `AlfworldLoop`
+(rla_jax/rl/alfworld_loop.py): it reads the loop's config, eval games,
+samplers (`_rollouts`, `_judge`, `_sampling`) and keeps `rm_reference` and
+`eval_start` on it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from rla_jax.metrics import keys
+from rla_jax.rl import evaluation
+from rla_jax.rl.seeds import derive_seed
+
+
+class AlfWorldEvaluation:
+  """Evaluation methods of the ALFWorld loop."""
+
+  def _eval_rollouts(self, name: str, timings: dict) -> list:
+    """eval.rollouts_per_game rollouts of every game of eval split `name`,
+    with that split's fixed seed (the same episodes for the same policy).
+
+    Episode r * G + g is rollout r of game g (G games), so the first G
+    episodes are one rollout of each game whatever the count. Run r * G + g
+    draws its sampling noise at turn t from its own stream, named by (split
+    seed, t, r * G + g) (`rollout_episodes`' row seeds), at every
+    evaluation: its draws at the start and at the end of training are the
+    same whichever other runs have ended. Success is the
+    mean over all (game, rollout) runs, as the reference reports it (its
+    periodic AlfWorld evaluation plays 3 rollouts per game).
+    """
+    c = self.config
+    games = list(self.eval_games[name]) * c.eval.rollouts_per_game
+    i = list(self.eval_games).index(name)
+    return self._rollouts(
+      games,
+      [g.game_id for g in games],
+      derive_seed(c.eval.seed, 10 + i),
+      self._sampling(c.eval),
+      timings,
+      max_steps=c.eval.max_steps,
+      phase=f"eval {name}",
+    )
+
+  def _ensure_rm_reference(self, timings: dict) -> None:
+    """Without an evaluation before training (eval.at_start off, e.g. the
+    ablation's later stages), the reference trajectories are rolled out
+    before the first update: the same episodes that evaluation would
+    keep. Their wall time goes to timings["judge_reference"]."""
+    if self.rm_reference is None:
+      t0 = time.perf_counter()
+      eps = self._eval_rollouts("out_of_distribution", {})
+      self.rm_reference = eps[: self.config.eval.num_rm_episodes]
+      timings["judge_reference"] = time.perf_counter() - t0
+
+  def evaluate(self, step: int) -> dict:
+    """Policy success on the ID and OOD games, and the judge's accuracy on
+    the reference trajectories; eval/seconds is its wall time.
+
+    Every evaluation uses the same seeds (common random numbers), so the
+    change between two evaluations is not blurred by fresh sampling noise:
+    the evaluation before training (step -1) keeps its per-run outcomes
+    (in the checkpoint) and every later one logs, per split, its success
+    change paired against them, with the paired standard error
+    (`evaluation.success_metrics`). The judge is scored on fixed
+    trajectories, as in the paper (Qwen3-32B labels of the base policy's
+    OOD trajectories): the OOD episodes of the first evaluation, kept in
+    the checkpoint. Scoring it on the current policy's trajectories would
+    mix its change with the policy's.
+    """
+    c = self.config
+    t0, t, won = time.perf_counter(), {}, {}
+    for name in self.eval_games:  # the same seeds at every evaluation
+      t_split = time.perf_counter()
+      eps = self._eval_rollouts(name, t)
+      won[name] = [int(e.won) for e in eps]
+      when = "start" if step < 0 else f"after step {step + 1}"
+      self.log(
+        f"eval ({when}) {name}: {len(eps)} runs, success "
+        f"{np.mean(won[name]):.3f}, {time.perf_counter() - t_split:.0f}s"
+      )
+      if name == "out_of_distribution" and self.rm_reference is None:
+        self.rm_reference = eps[: c.eval.num_rm_episodes]
+    first = self.eval_start is None and step < 0  # the start evaluation
+    if first:
+      self.eval_start = evaluation.StartOutcomes.of(won, c.eval)
+    start = None if first or self.eval_start is None else self.eval_start.won
+    out = evaluation.success_metrics(won, start)
+    refs = self.rm_reference
+    judged = self._judge(refs, derive_seed(c.eval.seed, 20))
+    out.update(
+      evaluation.judge_metrics(
+        judged.scores,
+        judged.mask,
+        evaluation.process_labels(refs),
+        np.array([e.won for e in refs]),
+      )
+    )
+    out[keys.EVAL_SECONDS] = time.perf_counter() - t0
+    return out
