@@ -24,7 +24,10 @@ Fields (all have working defaults, see `default_warmstart_config`):
                        copy drills teach the command -> index lookup)
   demo_expert          the demonstrator: "search" (searches for hidden objects
                        through the room listing, so every choice can be read
-                       off the prompt) or "oracle" (knows where everything is)
+                       off the prompt), "search_lowest" (search, and ties
+                       between equal objects or receptacles go to the lowest
+                       instance number, not the oracle's hidden order) or
+                       "oracle" (knows where everything is)
   model.*              Qwen3 shapes (hidden_size, intermediate_size,
                        num_layers, num_heads, num_kv_heads, head_dim,
                        rope_theta, tie_word_embeddings)

@@ -26,12 +26,19 @@ from collections.abc import Sequence
 import numpy as np
 
 from rla_jax.envs.alfworld import Game, label_progress, make_env, next_action
-from rla_jax.envs.alfworld.search_expert import search_next_action
+from rla_jax.envs.alfworld.search_expert import (
+  search_lowest_next_action,
+  search_next_action,
+)
 from rla_jax.rl import agent_text
 from rla_jax.rl.prompts import candidate_actions
 
 # Demonstrators: (game, actions so far) -> next command or None.
-EXPERTS = {"oracle": next_action, "search": search_next_action}
+EXPERTS = {
+  "oracle": next_action,
+  "search": search_next_action,
+  "search_lowest": search_lowest_next_action,
+}
 
 
 @dataclasses.dataclass

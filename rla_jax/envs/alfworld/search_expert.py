@@ -26,6 +26,8 @@ oracle's.
 
 from __future__ import annotations
 
+import re
+
 from rla_jax.envs.alfworld.engine import CompiledGame, WorldState
 from rla_jax.envs.alfworld.expert import replay, shortest_plan
 from rla_jax.envs.alfworld.game import Game
@@ -67,3 +69,48 @@ def search_next_action(game: Game, actions_so_far: list[str]) -> str | None:
   if not plan:
     return None
   return search_move(cg, st) if is_blind_fetch(plan) else plan[0]
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def lowest_equivalent(cg: CompiledGame, st: WorldState, plan: list[str]) -> str:
+  """plan[0], or the admissible command of the same words with the lowest
+  instance numbers that also starts a shortest plan.
+
+  The oracle breaks ties between equal objects or receptacles ("take apple 2"
+  or "take apple 1", "go to countertop 2" or "countertop 1") by its internal
+  order, which the prompt does not show; the lowest number is a rule the
+  policy can read off its candidates.
+  """
+  first = plan[0]
+  shape = _NUMBER.sub("#", first)
+  same_shape = [
+    c for c in cg.admissible_commands(st) if _NUMBER.sub("#", c) == shape
+  ]
+  for cmd in sorted(
+    same_shape, key=lambda c: [int(n) for n in _NUMBER.findall(c)]
+  ):
+    if cmd == first:
+      return first
+    after = st.copy()
+    cg.step(after, cmd)
+    rest = [] if cg.goal_satisfied(after) else shortest_plan(cg, after)
+    if rest is not None and len(rest) == len(plan) - 1:
+      return cmd
+  return first
+
+
+def search_lowest_next_action(
+  game: Game, actions_so_far: list[str]
+) -> str | None:
+  """The searching expert with readable ties (`lowest_equivalent`): where it
+  follows the oracle, it takes the lowest-numbered of equally short
+  choices."""
+  cg, st, won = replay(game, actions_so_far)
+  plan = None if won else shortest_plan(cg, st)
+  if not plan:
+    return None
+  if is_blind_fetch(plan):
+    return search_move(cg, st)
+  return lowest_equivalent(cg, st, plan)
