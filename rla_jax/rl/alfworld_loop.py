@@ -41,7 +41,7 @@ from rla_jax.rl.alfworld_rollout import (
   rollout_episodes,
 )
 from rla_jax.rl.env_model import LLMEnvModel, RuleBasedEnvModel, build_feedback
-from rla_jax.rl.loop_common import LoopBase
+from rla_jax.rl.loop_common import LoopBase, uses_given_models
 from rla_jax.rl.phases import (
   Resolution,
   StepRollouts,
@@ -72,6 +72,13 @@ class StepJudgements:
   mask: np.ndarray
 
 
+def policy_parsed_rate(episodes) -> float:
+  """Share of all the step's policy replies whose \\boxed{} index names an
+  admissible action (the rest fell back to candidate 0); 0 if no steps."""
+  flags = [p for ep in episodes for p in ep.answer_parsed]
+  return float(np.mean(flags)) if flags else 0.0
+
+
 def parse_task_types(value: str) -> tuple[str, ...] | None:
   """config env.task_types: "all" (None: the ALFWorld mix of all six types)
   or comma-separated task-type names; ValueError naming the key otherwise."""
@@ -97,7 +104,7 @@ class AlfworldLoop(LoopBase):
     """Given checkpoint dirs, or the warm start in config.warmstart.dir
     (found and checked by check_config; loaded, never built: every process
     reads the same directory)."""
-    if self.config.model.policy_dir:
+    if uses_given_models(self.config):
       return super().model_dirs()
     self.log(f"warm start: loaded {self.warm_start.describe()}")
     self.warmstart_report = self.warm_start.report
@@ -141,7 +148,7 @@ class AlfworldLoop(LoopBase):
       raise ConfigError(
         f"config eval.rollouts_per_game={k!r} must be an int >= 1"
       )
-    if not self.config.model.policy_dir:
+    if not uses_given_models(self.config):
       self.warm_start = self.find_warm_start()
 
   def find_warm_start(self) -> WarmStart:
@@ -429,6 +436,7 @@ class AlfworldLoop(LoopBase):
       "train/mean_episode_steps": float(
         np.mean([episodes[r].num_steps for r in active_rows])
       ),
+      "train/policy_parsed_rate": policy_parsed_rate(episodes),
       "train/policy_samples": len(samples.policy),
       "train/rm_samples": len(samples.reward),
       "train/policy_tasks_in_band": samples.policy_tasks_in_band,
@@ -503,11 +511,12 @@ class AlfworldLoop(LoopBase):
     mix its change with the policy's.
     """
     c = self.config
-    t0, t, won = time.perf_counter(), {}, {}
+    t0, t, won, parsed = time.perf_counter(), {}, {}, {}
     for name in self.eval_games:  # the same seeds at every evaluation
       t_split = time.perf_counter()
       eps = self._eval_rollouts(name, t)
       won[name] = [int(e.won) for e in eps]
+      parsed[f"eval/{name}/policy_parsed_rate"] = policy_parsed_rate(eps)
       self.log(
         f"eval (step {step}) {name}: {len(eps)} runs, success "
         f"{np.mean(won[name]):.3f}, {time.perf_counter() - t_split:.0f}s"
@@ -529,5 +538,6 @@ class AlfworldLoop(LoopBase):
         np.array([e.won for e in refs]),
       )
     )
+    out.update(parsed)
     out[keys.EVAL_SECONDS] = time.perf_counter() - t0
     return out
