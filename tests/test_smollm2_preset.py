@@ -12,7 +12,11 @@ import pytest
 from configs import alfworld
 from rla_jax.errors import ConfigError
 from rla_jax.rl.alfworld_loop import AlfworldLoop, policy_parsed_rate
-from rla_jax.rl.loop_common import gguf_cache_dir, uses_given_models
+from rla_jax.rl.loop_common import (
+  fingerprinted_model,
+  gguf_cache_dir,
+  uses_given_models,
+)
 from rla_jax.rl.parsing import action_index_parses
 from rla_jax.rl.trainer import OptimConfig
 
@@ -178,3 +182,17 @@ def test_policy_parsed_rate_counts_admissible_boxed_indices():
 
   assert policy_parsed_rate([Ep([True, False]), Ep([True, True])]) == 0.75
   assert policy_parsed_rate([]) == 0.0
+
+
+def test_gguf_keys_leave_older_fingerprints_unchanged():
+  """Workdirs written before model.gguf existed still resume: the keys are
+  fingerprinted only when used, and the cache location never."""
+  default = alfworld.get_config("default").model
+  assert fingerprinted_model(default) == {
+    k: v for k, v in default.to_dict().items() if not k.startswith("gguf")
+  }
+  smol = alfworld.get_config("smollm2").model
+  assert fingerprinted_model(smol)["gguf"] == "smollm2"
+  moved = alfworld.get_config("smollm2").model
+  moved.gguf_cache_dir = "/elsewhere/models"
+  assert fingerprinted_model(moved) == fingerprinted_model(smol)

@@ -52,6 +52,18 @@ def gguf_cache_dir(value: str) -> str:
   return os.path.normpath(os.path.join(_PACKAGE_PARENT, value))
 
 
+def fingerprinted_model(model: ml_collections.ConfigDict) -> dict:
+  """config.model as fingerprinted: without gguf_cache_dir (where the
+  converted copy lives does not change the run, as warmstart.dir) and
+  without gguf when it is off, so workdirs written before these keys
+  existed keep their fingerprint and resume."""
+  d = model.to_dict()
+  d.pop("gguf_cache_dir", None)
+  if not d.get("gguf"):
+    d.pop("gguf", None)
+  return d
+
+
 def uses_given_models(config: ml_collections.ConfigDict) -> bool:
   """True when the run's models come from config.model (policy_dir or a
   GGUF model), not from an embedded warm start."""
@@ -160,7 +172,7 @@ class LoopBase:
     return {
       "name": c.name,
       "seed": c.seed,
-      "model": c.model.to_dict(),
+      "model": fingerprinted_model(c.model),
       "env": c.env.to_dict(),
       "reward": c.reward.to_dict(),
       "adaptation": c.adaptation.to_dict(),
