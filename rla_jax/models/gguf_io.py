@@ -223,3 +223,59 @@ def convert_gguf(path: str, out_dir: str) -> QwenConfig:
     json.dump({k: v for k, v in gen.items() if v is not None}, f, indent=2)
   save_gguf_tokenizer(reader, out_dir, path)
   return cfg
+
+
+# config.model.gguf names -> (GGUF path function, cached directory name).
+GGUF_MODELS = {"smollm2": (smollm2_gguf_path, "SmolLM2-135M-Instruct.Q4_1")}
+_CONVERTED_MARKER = "gguf_source.json"
+
+
+def gguf_source_path(name: str, *, key: str = "config.model.gguf") -> str:
+  """The GGUF file of a named model (GGUF_MODELS); ConfigError naming key
+  for an unknown name or a missing package (with its install command)."""
+  if name not in GGUF_MODELS:
+    raise ConfigError(
+      f"{key}={name!r} is not one of {sorted(GGUF_MODELS)} ('' = off)"
+    )
+  try:
+    return GGUF_MODELS[name][0]()
+  except GGUFError as e:
+    raise ConfigError(f"{key}={name!r}: {e}") from None
+
+
+def cached_gguf_dir(
+  name: str, cache_dir: str, *, key: str = "config.model.gguf", log=None
+) -> str:
+  """The HF directory of GGUF model `name`, converted into cache_dir on
+  first use and reused after (a directory holding the marker file
+  gguf_source.json, written last).
+
+  The conversion writes a temporary sibling directory and renames it into
+  place, so an interrupted conversion leaves no half-written model and two
+  processes converting at once both end with one complete directory.
+  """
+  import shutil
+  import tempfile
+
+  source = gguf_source_path(name, key=key)
+  out = os.path.join(cache_dir, GGUF_MODELS[name][1])
+  if os.path.isfile(os.path.join(out, _CONVERTED_MARKER)):
+    return out
+  os.makedirs(cache_dir, exist_ok=True)
+  tmp = tempfile.mkdtemp(prefix=f".{GGUF_MODELS[name][1]}.", dir=cache_dir)
+  try:
+    if log is not None:
+      log(f"{key}={name!r}: converting {source} into {out}")
+    convert_gguf(source, tmp)
+    with open(os.path.join(tmp, _CONVERTED_MARKER), "w") as f:
+      json.dump({"name": name, "source": source}, f, indent=2)
+    if os.path.isdir(out):  # an unmarked (interrupted, pre-marker) copy
+      shutil.rmtree(out)
+    try:
+      os.rename(tmp, out)
+    except OSError:  # another process renamed its copy first
+      if not os.path.isfile(os.path.join(out, _CONVERTED_MARKER)):
+        raise
+  finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+  return out

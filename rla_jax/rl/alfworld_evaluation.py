@@ -75,11 +75,14 @@ class AlfWorldEvaluation:
     mix its change with the policy's.
     """
     c = self.config
-    t0, t, won = time.perf_counter(), {}, {}
+    t0, t, won, parsed = time.perf_counter(), {}, {}, {}
     for name in self.eval_games:  # the same seeds at every evaluation
       t_split = time.perf_counter()
       eps = self._eval_rollouts(name, t)
       won[name] = [int(e.won) for e in eps]
+      parsed[f"eval/{name}/policy_parsed_rate"] = evaluation.policy_parsed_rate(
+        eps
+      )
       when = "start" if step < 0 else f"after step {step + 1}"
       self.log(
         f"eval ({when}) {name}: {len(eps)} runs, success "
@@ -102,5 +105,6 @@ class AlfWorldEvaluation:
         np.array([e.won for e in refs]),
       )
     )
+    out.update(parsed)
     out[keys.EVAL_SECONDS] = time.perf_counter() - t0
     return out

@@ -40,7 +40,7 @@ from rla_jax.rl.alfworld_rollout import (
   rollout_episodes,
 )
 from rla_jax.rl.env_model import LLMEnvModel, RuleBasedEnvModel, build_feedback
-from rla_jax.rl.loop_common import LoopBase
+from rla_jax.rl.loop_common import LoopBase, uses_given_models
 from rla_jax.rl.phases import (
   Resolution,
   StepRollouts,
@@ -96,7 +96,7 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
     """Given checkpoint dirs, or the warm start in config.warmstart.dir
     (found and checked by check_config; loaded, never built: every process
     reads the same directory)."""
-    if self.config.model.policy_dir:
+    if uses_given_models(self.config):
       return super().model_dirs()
     self.log(f"warm start: loaded {self.warm_start.describe()}")
     self.warmstart_report = self.warm_start.report
@@ -140,7 +140,7 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
       raise ConfigError(
         f"config eval.rollouts_per_game={k!r} must be an int >= 1"
       )
-    if not self.config.model.policy_dir:
+    if not uses_given_models(self.config):
       self.warm_start = self.find_warm_start()
 
   def find_warm_start(self) -> WarmStart:
@@ -428,6 +428,7 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
       "train/mean_episode_steps": float(
         np.mean([episodes[r].num_steps for r in active_rows])
       ),
+      "train/policy_parsed_rate": evaluation.policy_parsed_rate(episodes),
       "train/policy_samples": len(samples.policy),
       "train/rm_samples": len(samples.reward),
       "train/policy_tasks_in_band": samples.policy_tasks_in_band,

@@ -33,7 +33,11 @@ from rla_jax import distributed
 from rla_jax.envs.alfworld import Game, make_env
 from rla_jax.metrics.progress import ProgressFn
 from rla_jax.rl import agent_text
-from rla_jax.rl.parsing import parse_action_index, parse_boxed_score
+from rla_jax.rl.parsing import (
+  action_index_parses,
+  parse_action_index,
+  parse_boxed_score,
+)
 from rla_jax.rl.prompts import candidate_actions
 from rla_jax.rl.seeds import derive_seed
 from rla_jax.sampling.sampler import Sampler
@@ -61,6 +65,9 @@ class Episode:
   response_texts: list[str] = dataclasses.field(default_factory=list)
   response_ids: list[list[int]] = dataclasses.field(default_factory=list)
   logprobs: list[np.ndarray] = dataclasses.field(default_factory=list)
+  # Per step: did the reply's \boxed{} index name a candidate itself
+  # (parsing.action_index_parses), rather than fall back to candidate 0?
+  answer_parsed: list[bool] = dataclasses.field(default_factory=list)
   won: bool = False
 
   @property
@@ -233,6 +240,7 @@ def _play_own_games(
       ep.response_ids.append(out.tokens[j])
       ep.logprobs.append(out.logprobs[j])
       ep.actions.append(command)
+      ep.answer_parsed.append(action_index_parses(text, len(options)))
       commands[i] = command
     t1 = time.perf_counter()
     timings["policy_sampling"] += t1 - t0

@@ -51,7 +51,11 @@ from rla_jax.envs.coding import (
 from rla_jax.rl import agent_text
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.advantages import accuracy_in_band
-from rla_jax.rl.loop_common import LoopBase, primary_builds_first
+from rla_jax.rl.loop_common import (
+  LoopBase,
+  primary_builds_first,
+  uses_given_models,
+)
 from rla_jax.rl.phases import (
   StepRollouts,
   StepSamples,
@@ -127,7 +131,7 @@ class CodingLoop(LoopBase):
   title = "RLAnything on coding"
 
   def model_dirs(self) -> dict:
-    if self.config.model.policy_dir:
+    if uses_given_models(self.config):
       return super().model_dirs()
     from rla_jax.warmstart.coding import embedded_coding_models
 

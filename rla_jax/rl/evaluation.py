@@ -62,6 +62,13 @@ def expert_step_scores(episodes) -> tuple[np.ndarray, np.ndarray]:
   return scores, mask
 
 
+def policy_parsed_rate(episodes) -> float:
+  """Share of all the episodes' policy replies whose \\boxed{} index names an
+  admissible action (the rest fell back to candidate 0); 0 if no steps."""
+  flags = [p for ep in episodes for p in ep.answer_parsed]
+  return float(np.mean(flags)) if flags else 0.0
+
+
 def _votes_and_labels(
   scores: np.ndarray, mask: np.ndarray, labels: list[list[int]]
 ) -> tuple[np.ndarray, np.ndarray]:

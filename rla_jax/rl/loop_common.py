@@ -25,6 +25,7 @@ from rla_jax.errors import ConfigError
 from rla_jax.metrics import MetricsWriter, paired_change_lines, write_summary
 from rla_jax.metrics.progress import RunProgress
 from rla_jax.models import load_qwen
+from rla_jax.models.gguf_io import cached_gguf_dir
 from rla_jax.rl import agent_text
 from rla_jax.rl.phases import StepSamples, timed
 from rla_jax.rl.trainer import Learner, OptimConfig
@@ -34,6 +35,39 @@ from rla_jax.tokenizer import load_tokenizer
 T = TypeVar("T")
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+MODEL_DIR_KEYS = ("tokenizer_dir", "policy_dir", "reward_dir")
+_PACKAGE_PARENT = os.path.dirname(
+  os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
+
+
+def gguf_cache_dir(value: str) -> str:
+  """config.model.gguf_cache_dir as an absolute path (a relative one is
+  relative to the directory holding the rla_jax package, as
+  warmstart.dir)."""
+  if not isinstance(value, str) or not value:
+    raise ConfigError(
+      f"config.model.gguf_cache_dir={value!r} must be a non-empty path"
+    )
+  return os.path.normpath(os.path.join(_PACKAGE_PARENT, value))
+
+
+def fingerprinted_model(model: ml_collections.ConfigDict) -> dict:
+  """config.model as fingerprinted: without gguf_cache_dir (where the
+  converted copy lives does not change the run, as warmstart.dir) and
+  without gguf when it is off, so workdirs written before these keys
+  existed keep their fingerprint and resume."""
+  d = model.to_dict()
+  d.pop("gguf_cache_dir", None)
+  if not d.get("gguf"):
+    d.pop("gguf", None)
+  return d
+
+
+def uses_given_models(config: ml_collections.ConfigDict) -> bool:
+  """True when the run's models come from config.model (policy_dir or a
+  GGUF model), not from an embedded warm start."""
+  return bool(config.model.policy_dir or config.model.get("gguf"))
 
 
 def primary_builds_first(build: Callable[[], T], barrier: str) -> T:
@@ -138,20 +172,30 @@ class LoopBase:
     return {
       "name": c.name,
       "seed": c.seed,
-      "model": c.model.to_dict(),
+      "model": fingerprinted_model(c.model),
       "env": c.env.to_dict(),
       "reward": c.reward.to_dict(),
       "adaptation": c.adaptation.to_dict(),
     }
 
   def model_dirs(self) -> dict:
+    """The configured model directories. With config.model.gguf set, the
+    converted GGUF model (cached in model.gguf_cache_dir, converted on
+    first use) fills every one of them left empty."""
     m = self.config.model
-    for key in ("tokenizer_dir", "policy_dir", "reward_dir"):
-      if not os.path.isdir(m[key]):
+    dirs = {k: m[k] for k in MODEL_DIR_KEYS}
+    if m.get("gguf"):
+      cache = gguf_cache_dir(m.gguf_cache_dir)
+      converted = primary_builds_first(
+        lambda: cached_gguf_dir(m.gguf, cache, log=self.log), "rla_jax_gguf"
+      )
+      dirs = {k: v or converted for k, v in dirs.items()}
+    for key, value in dirs.items():
+      if not os.path.isdir(value):
         raise ConfigError(
-          f"config.model.{key}: directory {m[key]!r} does not exist"
+          f"config.model.{key}: directory {value!r} does not exist"
         )
-    return {k: m[k] for k in ("tokenizer_dir", "policy_dir", "reward_dir")}
+    return dirs
 
   def build_tasks(self):
     raise NotImplementedError

@@ -131,3 +131,12 @@ def parse_action_index(text: object, num_actions: int) -> int:
   except ValueError:  # pragma: no cover - the regex only matches integers
     return 0
   return max(0, min(value, num_actions - 1))
+
+
+def action_index_parses(text: object, num_actions: int) -> bool:
+  """True when ``text`` names an admissible action itself: the first
+  integer in its last ``\\boxed{}`` lies in ``[0, num_actions - 1]``
+  (otherwise `parse_action_index` falls back to 0 or clamps)."""
+  content = last_boxed(text)
+  match = None if content is None else _INT_RE.search(_normalise_minus(content))
+  return match is not None and 0 <= int(match.group(0)) < num_actions
