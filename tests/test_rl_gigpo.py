@@ -4,10 +4,10 @@ combined advantage, on hand-computed cases; the reward config's checks."""
 import math
 import types
 
-import ml_collections
 import numpy as np
 import pytest
 
+from configs import alfworld
 from rla_jax.errors import ConfigError
 from rla_jax.rl.advantages import (
   anchor_state_advantages,
@@ -76,19 +76,10 @@ def test_state_ids_are_equal_exactly_for_equal_prompts():
 
 
 def _reward_section(**kw):
-  base = {
-    "lam": 1.0,
-    "use_judge_signal": False,
-    "policy_band": (0.125, 0.875),
-    "rm_band": (0.2, 0.8),
-    "lone_step": "raw",
-    "drop_zero_advantage": True,
-    "advantage": "gigpo",
-    "gigpo_gamma": 0.95,
-    "gigpo_omega": 1.0,
-  }
-  base.update(kw)
-  return ml_collections.ConfigDict(base)
+  """The default preset's config.reward, set to outcome-only GiGPO."""
+  section = alfworld.get_config().reward
+  section.update({"use_judge_signal": False, "advantage": "gigpo", **kw})
+  return section
 
 
 def test_reward_config_checks_the_advantage_mode():

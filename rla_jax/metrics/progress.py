@@ -29,14 +29,13 @@ class RunProgress:
   """Progress lines of a run of `total_steps` RL steps.
 
   Time left = (mean wall time of the finished RL steps) x (steps to go)
-  + (the start evaluation's time, once more, for the final evaluation);
-  unknown ("?") before the first RL step ends.
+  + (the start evaluation's time, if there was one, once more for the
+  final evaluation); unknown ("?") before the first RL step ends.
   """
 
   total_steps: int
   log: Callable[[str], None]
   every_s: float = 15.0
-  final_eval: bool = True
   clock: Callable[[], float] = time.monotonic
 
   def __post_init__(self):
@@ -72,7 +71,7 @@ class RunProgress:
       return None
     mean = sum(self._step_seconds) / len(self._step_seconds)
     left = mean * (self.total_steps - self._steps_done)
-    if self.final_eval and self._eval_seconds is not None:
+    if self._eval_seconds is not None:  # the final evaluation
       left += self._eval_seconds
     return left
 

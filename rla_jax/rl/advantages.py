@@ -20,7 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from rla_jax.rl.rewards import VALID_SCORES, _as_bool_mask
+from rla_jax.rl.rewards import (
+  VALID_SCORES,
+  _as_bool_mask,
+  step_mask_from_lengths,
+)
 
 UNPARSEABLE_JUDGEMENT_REWARD = -2.0
 LONE_STEP_MODES = ("raw", "zero")
@@ -220,10 +224,9 @@ def discounted_outcome_returns(outcome, mask, gamma: float) -> np.ndarray:
       f"got {o.shape} and {m.shape}"
     )
   lengths = m.sum(axis=1)
-  if not (m == (np.arange(m.shape[1])[None] < lengths[:, None])).all():
+  if not (m == step_mask_from_lengths(lengths, m.shape[1])).all():
     raise ValueError("discounted_outcome_returns: mask rows must be prefixes")
-  k = np.arange(m.shape[1])[None]
-  to_go = np.maximum(lengths[:, None] - 1 - k, 0)
+  to_go = np.maximum(lengths[:, None] - 1 - np.arange(m.shape[1])[None], 0)
   return np.where(m, gamma**to_go * o[:, None], 0.0)
 
 
@@ -255,8 +258,7 @@ def anchor_state_advantages(returns, state_ids, mask, eps: float = 1e-8):
   out = np.zeros_like(g)
   for sid in np.unique(ids[m]):
     members = m & (ids == sid)
-    z, _, _ = _masked_zscore(g[members], np.ones(members.sum(), bool), 0, eps)
-    out[members] = z
+    out[members] = group_zscore(g[members], eps)
   return out
 
 

@@ -53,6 +53,7 @@ from rla_jax.rl.phases import (
   timed,
   timing_metrics,
 )
+from rla_jax.rl.rewards import step_mask_from_lengths
 from rla_jax.rl.seeds import derive_seed
 from rla_jax.rl.training_data import STEP_SIGNALS, RewardConfig, task_samples
 from rla_jax.warmstart import settings as warmstart_settings
@@ -350,9 +351,8 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
       )
     if judged is not None:
       return StepJudgements(judged, judged.scores, judged.mask)
-    K = max(e.num_steps for e in episodes)
-    mask = np.array([[k < e.num_steps for k in range(K)] for e in episodes])
-    return StepJudgements(None, np.zeros((len(episodes), K, 1)), mask)
+    mask = step_mask_from_lengths([e.num_steps for e in episodes])
+    return StepJudgements(None, np.zeros((*mask.shape, 1)), mask)
 
   def _expert_step_signal(self, episodes, timings) -> StepJudgements:
     """Phase 4 with reward.step_signal='expert': the expert's progress

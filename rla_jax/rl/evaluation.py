@@ -28,6 +28,7 @@ import numpy as np
 
 from rla_jax.envs.alfworld import label_progress
 from rla_jax.metrics import keys
+from rla_jax.rl.rewards import step_mask_from_lengths
 
 
 def majority_vote(scores: np.ndarray) -> np.ndarray:
@@ -54,11 +55,9 @@ def expert_step_scores(episodes) -> tuple[np.ndarray, np.ndarray]:
   (at least 1)."""
   labels = process_labels(episodes)
   K = max([len(row) for row in labels] + [1])
+  mask = step_mask_from_lengths([len(row) for row in labels], K)
   scores = np.zeros((len(episodes), K, 1))
-  mask = np.zeros((len(episodes), K), bool)
-  for n, row in enumerate(labels):
-    scores[n, : len(row), 0] = row
-    mask[n, : len(row)] = True
+  scores[mask, 0] = [label for row in labels for label in row]
   return scores, mask
 
 

@@ -158,9 +158,7 @@ class LoopBase:
     self.build_tasks()
     self.metrics = MetricsWriter(workdir, is_primary=self.is_primary)
     self.progress = RunProgress(
-      c.total_steps,
-      self.log if self.is_primary else (lambda _: None),
-      final_eval=c.eval.at_start,
+      c.total_steps, self.log if self.is_primary else (lambda _: None)
     )
 
   # ------------------------------------------------------------- hooks

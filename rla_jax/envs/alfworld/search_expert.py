@@ -61,14 +61,19 @@ def search_move(cg: CompiledGame, st: WorldState) -> str:
   return f"go to {cg.rec_name[order[k % len(order)]]}"
 
 
-def search_next_action(game: Game, actions_so_far: list[str]) -> str | None:
+def search_next_action(
+  game: Game, actions_so_far: list[str], readable_ties: bool = False
+) -> str | None:
   """The searching expert's next command (None if the game is won or
-  unsolvable)."""
+  unsolvable); with readable_ties, where it follows the oracle it takes the
+  lowest-numbered of equally short choices (`lowest_equivalent`)."""
   cg, st, won = replay(game, actions_so_far)
   plan = None if won else shortest_plan(cg, st)
   if not plan:
     return None
-  return search_move(cg, st) if is_blind_fetch(plan) else plan[0]
+  if is_blind_fetch(plan):
+    return search_move(cg, st)
+  return lowest_equivalent(cg, st, plan) if readable_ties else plan[0]
 
 
 _NUMBER = re.compile(r"\d+")
@@ -104,13 +109,5 @@ def lowest_equivalent(cg: CompiledGame, st: WorldState, plan: list[str]) -> str:
 def search_lowest_next_action(
   game: Game, actions_so_far: list[str]
 ) -> str | None:
-  """The searching expert with readable ties (`lowest_equivalent`): where it
-  follows the oracle, it takes the lowest-numbered of equally short
-  choices."""
-  cg, st, won = replay(game, actions_so_far)
-  plan = None if won else shortest_plan(cg, st)
-  if not plan:
-    return None
-  if is_blind_fetch(plan):
-    return search_move(cg, st)
-  return lowest_equivalent(cg, st, plan)
+  """`search_next_action` with readable ties."""
+  return search_next_action(game, actions_so_far, readable_ties=True)
