@@ -184,6 +184,10 @@ def main(argv):
     **{s: results[s] for s in ALL_STAGES if s in results},
   }
   curves = {s: curves[s] for s in ALL_STAGES if s in curves}
+  import jax
+
+  if jax.process_index() != 0:  # one writer on a multi-host run
+    return
   os.makedirs(_OUT.value, exist_ok=True)
   table = write_ablation_table(results, os.path.join(_OUT.value, "table.md"))
   plot_ablation_curves(curves, os.path.join(_OUT.value, "ablation_curves.png"))

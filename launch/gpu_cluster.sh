@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Multi-node GPU launch for rla_jax: one process per node, all GPUs of a
 # node visible to it. Sets JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and
-# JAX_PROCESS_ID, which rla_jax.sharding.maybe_initialize_distributed reads.
+# JAX_PROCESS_ID, which rla_jax.cluster.maybe_initialize_distributed reads.
 #
 # SLURM (inside an allocation, or as an sbatch script):
 #   sbatch -N 8 --gpus-per-node=8 --ntasks-per-node=1 launch/gpu_cluster.sh slurm

@@ -55,7 +55,14 @@ def main(argv):
     _REPO, "runs", f"{config.name}-{config.preset}"
   )
   enable_compilation_cache()
+  from rla_jax.cluster import maybe_initialize_distributed
   from rla_jax.rl.loops import make_loop
+
+  try:
+    # Before any JAX computation: one of several hosts joins the others.
+    maybe_initialize_distributed()
+  except ConfigError as e:
+    fail(e)
 
   log(f"rla_jax: config {config.name}:{config.preset}, workdir {workdir}")
   try:

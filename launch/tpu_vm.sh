@@ -72,10 +72,10 @@ $MOUNT_POINT && gcsfuse --implicit-dirs $GCS_BUCKET $MOUNT_POINT"
 }
 
 cmd_run() {
-  # JAX discovers the slice topology itself; RLA_JAX_DISTRIBUTED=1 makes
-  # rla_jax.sharding.maybe_initialize_distributed call
-  # jax.distributed.initialize() on every worker.
-  on_all_workers "cd $REMOTE_DIR && RLA_JAX_DISTRIBUTED=1 python \
+  # The launcher detects the slice (rla_jax.cluster) and calls
+  # jax.distributed.initialize() on every worker; JAX reads the topology
+  # from the TPU metadata.
+  on_all_workers "cd $REMOTE_DIR && python \
 launch/tpu_run.py --config=$CONFIG --workdir=$WORKDIR $EXTRA_ARGS \
 2>&1 | tee -a \$HOME/rla_jax_run.log"
 }

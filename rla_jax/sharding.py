@@ -12,9 +12,7 @@ on a tensor axis of 4): that dimension is then replicated over that axis.
 
 from __future__ import annotations
 
-import logging
 import math
-import os
 from collections.abc import Callable, Sequence
 
 import jax
@@ -148,33 +146,3 @@ def batch_sharding(mesh: Mesh, rules: Rules, ndim: int = 2) -> NamedSharding:
   """Sharding of a [B, ...] host batch: B over the rule for "batch"."""
   target = dict(rules).get("batch")
   return NamedSharding(mesh, P(target, *([None] * (ndim - 1))))
-
-
-def maybe_initialize_distributed() -> None:
-  """Calls jax.distributed.initialize() when running multi-process.
-
-  A no-op on a single process. Multi-process runs are detected from the
-  usual launcher variables (JAX_COORDINATOR_ADDRESS with JAX_NUM_PROCESSES
-  and JAX_PROCESS_ID, or a Cloud TPU VM slice, which JAX auto-detects when
-  RLA_JAX_DISTRIBUTED=1 is set).
-  """
-  env = os.environ
-  if jax.distributed.is_initialized():
-    return
-  if "JAX_COORDINATOR_ADDRESS" in env:
-    jax.distributed.initialize(
-      coordinator_address=env["JAX_COORDINATOR_ADDRESS"],
-      num_processes=int(env["JAX_NUM_PROCESSES"]),
-      process_id=int(env["JAX_PROCESS_ID"]),
-    )
-  elif env.get("RLA_JAX_DISTRIBUTED") == "1":
-    jax.distributed.initialize()
-  else:
-    return
-  logging.info(
-    "jax.distributed: process %d of %d, %d local / %d global devices",
-    jax.process_index(),
-    jax.process_count(),
-    jax.local_device_count(),
-    jax.device_count(),
-  )

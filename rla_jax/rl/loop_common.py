@@ -21,6 +21,7 @@ from jax.experimental import multihost_utils
 
 from rla_jax import sharding as shd
 from rla_jax.checkpoint import LoopCheckpointer, fingerprint
+from rla_jax.cluster import maybe_initialize_distributed
 from rla_jax.errors import ConfigError
 from rla_jax.metrics import MetricsWriter, paired_change_lines, write_summary
 from rla_jax.metrics.progress import RunProgress
@@ -107,7 +108,9 @@ class LoopBase:
     }
     self.check_config()
     os.makedirs(workdir, exist_ok=True)
-    shd.maybe_initialize_distributed()
+    # Library users get multi-host startup too; after the launcher's call
+    # this is a no-op.
+    maybe_initialize_distributed()
     self.is_primary = jax.process_index() == 0
     self.checkpointer = LoopCheckpointer(
       workdir, max_to_keep=config.checkpoint.keep
