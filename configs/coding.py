@@ -119,7 +119,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       tests_per_task=2,  # 2 generated tests per task
     )
     c.rollout.update(
-      max_prompt_len=512,  # the reference's coding prompt is ~200 tokens
+      # The coding prompt is ~200 tokens; the environment model's proposal
+      # prompt (task, tests, per-test pass rates) measured 727.
+      max_prompt_len=1024,
       # A real model explains before its ```python block; 256 tokens hold
       # a short solution (~0.1 s/token/row on 2 cores).
       max_new_tokens=256,
