@@ -104,10 +104,10 @@ def _time_slices(
   T = tokens.shape[1]
   step = T if tokens_per <= 0 else min(tokens_per, T)
   for a in range(0, T, step):
+    cols = slice(a, a + step)
     h, cache = unrolled.forward(
-      cfg, params, tokens[:, a : a + step], mask[:, a : a + step], cache,
-      dtype=dtype,
-    )  # fmt: skip
+      cfg, params, tokens[:, cols], mask[:, cols], cache, dtype=dtype
+    )
   return cache, unrolled.logits(cfg, params, h[:, -1], dtype)
 
 

@@ -6,10 +6,14 @@ Two programs do all the work:
   * decode: a `lax.while_loop` that samples a token, appends it to the cache
     and computes the next logits, until every row has hit a stop token or
     its budget (early exit).
-Both donate the cache, so it is updated in place. Every sampled token is
-written to the cache (including the stop token), so a `Session` continues
-an agent's conversation by appending only the new observation tokens:
-per-turn cost grows with the new tokens, not with the history.
+Prefill can run in bounded pieces (`prefill_rows` rows per batch shard,
+`prefill_tokens` columns per cache-continuing slice; `rla_jax.sampling
+.prefill`): the same outputs with a fraction of the whole batch's
+temporaries. Both donate the cache, so it is updated in place. Every
+sampled token is written to the cache (including the stop token), so a
+`Session` continues an agent's conversation by appending only the new
+observation tokens: per-turn cost grows with the new tokens, not with the
+history.
 
 Compiled shapes are bounded: chunk length and batch size are rounded up to
 buckets; temperature, top-p, top-k, greedy, the token budget, the seed and
