@@ -137,6 +137,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # reached 1,071 tokens on a drawn train game; 2048 as the reference.
       "max_prompt_len": 2048,
       "max_new_tokens": 32,
+      # Prefill pieces of both samplers (policy and judge): most rows per
+      # piece on each batch shard, most prompt tokens per piece; 0 = the
+      # whole batch / chunk in one call (rla_jax/sampling/prefill.py).
+      # 8 rows: on 2 CPU cores 32-64 rows x 512 tokens prefilled 1.2-1.6x
+      # faster in 4-16-row pieces than whole (docs/benchmark-history.md).
+      "prefill_rows": 8,
+      "prefill_tokens": 0,
     }
   )
   c.reward = ml_collections.ConfigDict(
@@ -267,7 +274,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       history_steps=-1,
     )
     c.rollout.update(
-      temperature=0.8, top_p=0.95, max_prompt_len=2048, max_new_tokens=2000
+      temperature=0.8,
+      top_p=0.95,
+      max_prompt_len=2048,
+      max_new_tokens=2000,
+      # 4 rows per device per prefill piece: the RM sampling phase's
+      # [rows, N, P, S] scores then fit (docs/MEMORY_PLAN.md, last column).
+      prefill_rows=4,
     )
     c.reward.update(max_new_tokens=4000, judge_batch=256)
     c.adaptation.update(env_model="llm")

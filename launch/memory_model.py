@@ -180,8 +180,8 @@ class Workload:
   micro_batch_per_device: int = 1
   remat: str = "full"
   logprob_chunk: int = 128
-  # rows per device per prefill call; None = the whole batch at once (what
-  # rla_jax.sampling.Sampler does today).
+  # rows per device per prefill piece; None = the whole batch at once (the
+  # Sampler's prefill_rows = 0; the paper presets set 4).
   prefill_rows_per_device: int | None = None
 
   @property

@@ -467,10 +467,11 @@ def render(wl: Workload, compiled: dict[str, list[dict]]) -> str:
     )
     L += [
       "",
-      "The current sampler prefills the whole batch in one call; its "
-      "[rows, N, P, S] attention scores dominate the RM sampling phase. "
-      "The last column is the plan if prefill ran in chunks of 4 rows "
-      "per device (a suggested sampler change).",
+      "A whole-batch prefill's [rows, N, P, S] attention scores dominate "
+      "the RM sampling phase. The last column prefills in pieces of 4 rows "
+      "per device, what the paper presets set (config.rollout.prefill_rows "
+      "= 4, rla_jax/sampling/prefill.py); the other columns prefill the "
+      "whole batch at once (prefill_rows = 0).",
       "",
     ]
     for acc in ACCELERATORS:

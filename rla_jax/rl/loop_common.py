@@ -157,6 +157,8 @@ class LoopBase:
         stop_token_ids=self.stop_ids,
         pad_id=self.pad_id,
         mesh=self.mesh if jax.device_count() > 1 else None,
+        prefill_rows=c.rollout.get("prefill_rows", 0),
+        prefill_tokens=c.rollout.get("prefill_tokens", 0),
       )
     self.build_tasks()
     self.metrics = MetricsWriter(workdir, is_primary=self.is_primary)

@@ -6,10 +6,14 @@ Two programs do all the work:
   * decode: a `lax.while_loop` that samples a token, appends it to the cache
     and computes the next logits, until every row has hit a stop token or
     its budget (early exit).
-Both donate the cache, so it is updated in place. Every sampled token is
-written to the cache (including the stop token), so a `Session` continues
-an agent's conversation by appending only the new observation tokens:
-per-turn cost grows with the new tokens, not with the history.
+Prefill can run in bounded pieces (`prefill_rows` rows per batch shard,
+`prefill_tokens` columns per cache-continuing slice; `rla_jax.sampling
+.prefill`): the same outputs with a fraction of the whole batch's
+temporaries. Both donate the cache, so it is updated in place. Every
+sampled token is written to the cache (including the stop token), so a
+`Session` continues an agent's conversation by appending only the new
+observation tokens: per-turn cost grows with the new tokens, not with the
+history.
 
 Compiled shapes are bounded: chunk length and batch size are rounded up to
 buckets; temperature, top-p, top-k, greedy, the token budget, the seed and
@@ -53,6 +57,7 @@ from rla_jax.models.kv_cache import (
   is_axes,
 )
 from rla_jax.models.qwen import Qwen
+from rla_jax.sampling import prefill as pieces
 from rla_jax.sampling.buckets import geometric_buckets, left_pad, pick_bucket
 from rla_jax.sampling.token_selection import row_stream_keys, select_tokens
 
@@ -185,6 +190,11 @@ class Sampler:
     prompt_buckets / batch_buckets: allowed padded shapes.
     mesh / rules: optional device mesh and logical-axis rules; the batch is
       sharded by the "batch" rule and weights by the sampling rules.
+    prefill_rows: most rows per prefill piece on each batch shard (each
+      device's rows; without a mesh, of the batch); 0 = the whole batch in
+      one piece. Bounds prefill's temporaries (`rla_jax.sampling.prefill`).
+    prefill_tokens: most prompt columns per prefill piece (the chunk is
+      appended as successive cache-continuing slices); 0 = the whole chunk.
   """
 
   def __init__(
@@ -199,6 +209,8 @@ class Sampler:
     batch_buckets: Sequence[int] | None = None,
     mesh: Mesh | None = None,
     rules=shd.SAMPLE_RULES,
+    prefill_rows: int = 0,
+    prefill_tokens: int = 0,
   ):
     self.cfg = model.cfg
     self.max_prompt_len = int(max_prompt_len)
@@ -219,6 +231,7 @@ class Sampler:
       sorted(batch_buckets or geometric_buckets(1, 4096, per_octave=4))
     )
     self.mesh, self.rules = mesh, rules
+    self.prefill_plan = self._piece_plan(int(prefill_rows), int(prefill_tokens))
     self._cache_makers = {}
     self._unstackers = {}
     self.update_params(model)
@@ -289,14 +302,32 @@ class Sampler:
           f"row_seeds[{i}]={s!r} is not an integer in [0, 2**32)"
         )
 
+  @property
+  def _batch_axes(self) -> tuple[str, ...]:
+    """The mesh axes the batch axis is sharded over (() without a mesh)."""
+    if self.mesh is None:
+      return ()
+    target = dict(self.rules).get("batch") or ()
+    return (target,) if isinstance(target, str) else tuple(target)
+
   def _batch_bucket(self, n: int) -> int:
     b = pick_bucket(n, self.batch_buckets, "batch size")
-    if self.mesh is not None:  # the batch axis must divide evenly
-      target = dict(self.rules).get("batch") or ()
-      target = (target,) if isinstance(target, str) else target
-      div = int(np.prod([self.mesh.shape[a] for a in target]))
-      b = -(-b // div) * div
-    return b
+    div = int(np.prod([self.mesh.shape[a] for a in self._batch_axes]))
+    return -(-b // div) * div  # the batch axis must divide evenly
+
+  def _piece_plan(self, rows: int, tokens: int) -> pieces.PiecePlan:
+    if rows < 0 or tokens < 0:
+      raise ValueError(
+        f"prefill_rows={rows} / prefill_tokens={tokens} must be >= 0"
+      )
+    axes = self._batch_axes
+    return pieces.PiecePlan(
+      rows=rows,
+      tokens=tokens,
+      shards=int(np.prod([self.mesh.shape[a] for a in axes])),
+      mesh=self.mesh if axes else None,
+      batch_axes=axes or None,
+    )
 
   def _sharding(self, axes, shape) -> NamedSharding:
     return NamedSharding(
@@ -399,9 +430,14 @@ class Sampler:
       )
     ids = self._place(ids, ("batch", "length"))
     mask = self._place(mask, ("batch", "length"))
-    cache, logits = _prefill(
-      self.cfg, self.dtype, self.params, cache, ids, mask
-    )
+    if self.prefill_plan.whole:
+      cache, logits = _prefill(
+        self.cfg, self.dtype, self.params, cache, ids, mask
+      )
+    else:
+      cache, logits = pieces.prefill(
+        self.cfg, self.dtype, self.prefill_plan, self.params, cache, ids, mask
+      )
     if m > 1:
       cache, logits = _repeat_rows(cache, logits, m)
       active, n = np.repeat(active, m), n * m
