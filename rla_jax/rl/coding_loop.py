@@ -261,6 +261,7 @@ class CodingLoop(LoopBase):
     resolution = resolve_candidates(self.pool, self.registry, rolled, step)
     samples = self._build_samples(played, rolled, resolution)
     metrics = self.train_models(samples, t)
+    self.proposal_prompt_counts = {"without_tests": 0, "too_long": 0}
     proposed = self._adapt(played, rolled, resolution, step)
     metrics.update(self._step_metrics(played, rolled, samples, proposed))
     metrics.update(timing_metrics(t))
@@ -345,6 +346,10 @@ class CodingLoop(LoopBase):
           np.mean([u is not None for r in active for u in r.tests] or [0.0])
         ),
         **adaptation_metrics(self.pool, proposed),
+        **{
+          f"env/proposal_prompts_{k}": v
+          for k, v in self.proposal_prompt_counts.items()
+        },
       }
     )
     return metrics
@@ -359,21 +364,9 @@ class CodingLoop(LoopBase):
       return propose_variant(
         task, direction, random.Random(derive_seed(c.seed, step, 3, i))
       )
-    ex, tests = played[i].execution, played[i].tests
-    root = self.registry.get(task.root_id, task)
-    text = render_task_proposal_prompt(
-      root,
-      task,
-      direction,
-      rolled.accuracies[i],
-      ex.gt_pass.mean(0).tolist(),
-      [  # (stdin, expected stdout, pass rate) of every valid test
-        (*test, float(ex.gen_pass[:, j].mean()))
-        for j, test in enumerate(tests)
-        if test is not None
-      ],
-    )
-    ids = agent_text.chat_ids(self.tokenizer, text)
+    ids = self._proposal_prompt_ids(played[i], task, direction, rolled, i)
+    if ids is None:
+      return None
     for attempt in range(c.adaptation.attempts):
       _, texts = _sample_texts(
         self,
@@ -385,6 +378,43 @@ class CodingLoop(LoopBase):
       variant = parse_task_proposal(texts[0], task)
       if variant is not None:
         return variant
+    return None
+
+  def _proposal_prompt_ids(self, play, task, direction, rolled, i):
+    """The env model's prompt ids for group i: the reference's proposal
+    prompt with every valid generated test and its pass rate. When that
+    exceeds config.rollout.max_prompt_len, the generated tests are left
+    out; when even that does not fit, None (no proposal). Both cases are
+    counted (env/proposal_prompts_without_tests, env/proposal_prompts_too_long)
+    and logged, never silent."""
+    ex, tests = play.execution, play.tests
+    root = self.registry.get(task.root_id, task)
+    generated = [  # (stdin, expected stdout, pass rate) of every valid test
+      (*test, float(ex.gen_pass[:, j].mean()))
+      for j, test in enumerate(tests)
+      if test is not None
+    ]
+    limit = self.config.rollout.max_prompt_len
+    for shown in (generated, []) if generated else ([],):
+      text = render_task_proposal_prompt(
+        root,
+        task,
+        direction,
+        rolled.accuracies[i],
+        ex.gt_pass.mean(0).tolist(),
+        shown,
+      )
+      ids = agent_text.chat_ids(self.tokenizer, text)
+      if len(ids) <= limit:
+        if generated and not shown:
+          self.proposal_prompt_counts["without_tests"] += 1
+        return ids
+    self.proposal_prompt_counts["too_long"] += 1
+    self.log(
+      f"task {task.task_id}: the proposal prompt has {len(ids)} tokens "
+      f"without generated tests, more than config.rollout.max_prompt_len="
+      f"{limit}; no variant proposed"
+    )
     return None
 
   # ------------------------------------------------------------ eval
