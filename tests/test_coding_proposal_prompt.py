@@ -62,13 +62,13 @@ def _ids(loop, task, play):
 @pytest.fixture
 def full_len():
   loop, task, _ = _fake_loop(10**6)
-  return len(_ids(loop, task, _play(300))), len(_ids(loop, task, _play()))
+  return len(_ids(loop, task, _play(60))), len(_ids(loop, task, _play()))
 
 
 def test_prompt_with_generated_tests_when_it_fits(full_len):
   with_tests, _ = full_len
   loop, task, logs = _fake_loop(with_tests)
-  ids = _ids(loop, task, _play(300))
+  ids = _ids(loop, task, _play(60))
   assert len(ids) == with_tests and "x" * 20 in "".join(map(chr, ids))
   assert loop.proposal_prompt_counts == {"without_tests": 0, "too_long": 0}
   assert logs == []
@@ -78,7 +78,7 @@ def test_generated_tests_dropped_when_too_long(full_len):
   with_tests, without = full_len
   assert without < with_tests
   loop, task, _ = _fake_loop(with_tests - 1)
-  ids = _ids(loop, task, _play(300))
+  ids = _ids(loop, task, _play(60))
   assert ids is not None and len(ids) == without
   assert "x" * 20 not in "".join(map(chr, ids))
   assert loop.proposal_prompt_counts == {"without_tests": 1, "too_long": 0}
@@ -87,6 +87,6 @@ def test_generated_tests_dropped_when_too_long(full_len):
 def test_no_proposal_and_a_log_line_when_nothing_fits(full_len):
   _, without = full_len
   loop, task, logs = _fake_loop(without - 1)
-  assert _ids(loop, task, _play(300)) is None
+  assert _ids(loop, task, _play(60)) is None
   assert loop.proposal_prompt_counts == {"without_tests": 0, "too_long": 1}
   assert len(logs) == 1 and "config.rollout.max_prompt_len" in logs[0]
