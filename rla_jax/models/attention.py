@@ -54,8 +54,12 @@ from rla_jax.models.ops import MASK_VALUE
 IMPLEMENTATIONS = ("auto", "einsum", "blockwise", "cudnn", "xla", "pallas_tpu")
 
 # "auto" on CPU: the einsum path while the float32 score matrix has at most
-# this many elements (64 MiB per call).
-EINSUM_MAX_SCORES = 2**24
+# this many elements (256 MiB per call). Covers the embedded default's
+# shapes: training B=16 x T<=512 (2^24) and the rollout prefill's 64 rows x
+# 512 slots (2^26). One run on the 2-core CPU (load ~6, N/K/H=4/2/32,
+# einsum vs blockwise ms): fwd+bwd B16 T256 123 vs 112, B16 T512 503 vs
+# 413; prefill fwd B40 T448 S480 354 vs 393.
+EINSUM_MAX_SCORES = 2**26
 
 
 def check_implementation(name: str, where: str = "attention") -> None:
