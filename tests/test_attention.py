@@ -204,12 +204,17 @@ def test_blockwise_keeps_nothing_of_size_t_by_s():
   assert sizes["einsum", "grad"] >= scores
 
 
-def test_auto_picks_by_backend_and_size():
-  assert jax.default_backend() == "cpu" or pytest.skip("CPU rule only")
-  n = attn.EINSUM_MAX_SCORES
-  assert attn.resolve("auto", 1, 1, 1, n) == "einsum"
-  assert attn.resolve("auto", 1, 1, 2, n) == "blockwise"
+def test_auto_picks_by_backend_size_and_dtype(monkeypatch):
+  n, f32, bf16 = attn.EINSUM_MAX_SCORES, jnp.float32, jnp.bfloat16
+  monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+  assert attn.resolve("auto", 1, 1, 1, n, f32) == "einsum"
+  assert attn.resolve("auto", 1, 1, 2, n, f32) == "blockwise"
   assert attn.resolve("xla", 9, 9, 9, n) == "xla"
+  monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+  assert attn.resolve("auto", 1, 1, 1, 1, bf16) == "cudnn"
+  assert attn.resolve("auto", 1, 1, 1, 1, f32) == "blockwise"
+  monkeypatch.setattr(jax, "default_backend", lambda: "tpu")
+  assert attn.resolve("auto", 1, 1, 1, 1, f32) == "pallas_tpu"
 
 
 def test_unknown_implementation_is_named():

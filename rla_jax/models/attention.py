@@ -38,8 +38,10 @@ Implementations (`implementation=`; `IMPLEMENTATIONS`):
               only for q_slot=None (S == T); a cache offset is not
               expressible in its mask model and falls back to blockwise.
               K/V are repeated to N heads (the kernel has no grouped heads).
-  auto        tpu -> pallas_tpu, gpu -> cudnn, cpu -> einsum while
-              B*N*T*S <= EINSUM_MAX_SCORES, else blockwise.
+  auto        tpu -> pallas_tpu; gpu -> cudnn for bfloat16/float16 inputs
+              (cuDNN's fused attention takes no float32), else blockwise;
+              cpu -> einsum while B*N*T*S <= EINSUM_MAX_SCORES, else
+              blockwise.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ import jax.numpy as jnp
 
 from rla_jax.models.ops import MASK_VALUE
 
+_HALF = (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
 IMPLEMENTATIONS = ("auto", "einsum", "blockwise", "cudnn", "xla", "pallas_tpu")
 
 # "auto" on CPU: the einsum path while the float32 score matrix has at most
@@ -68,8 +71,9 @@ def check_implementation(name: str, where: str = "attention") -> None:
     raise ValueError(f"{where}={name!r} must be one of {list(IMPLEMENTATIONS)}")
 
 
-def resolve(name: str, B: int, N: int, T: int, S: int) -> str:
-  """The implementation "auto" stands for on this backend and shape."""
+def resolve(name: str, B: int, N: int, T: int, S: int, dtype=None) -> str:
+  """The implementation "auto" stands for on this backend, shape and
+  input dtype (module docstring)."""
   check_implementation(name)
   if name != "auto":
     return name
@@ -77,7 +81,8 @@ def resolve(name: str, B: int, N: int, T: int, S: int) -> str:
   if backend == "tpu":
     return "pallas_tpu"
   if backend == "gpu":
-    return "cudnn"
+    half = dtype is not None and jnp.dtype(dtype) in _HALF
+    return "cudnn" if half else "blockwise"
   return "einsum" if B * N * T * S <= EINSUM_MAX_SCORES else "blockwise"
 
 
@@ -99,7 +104,7 @@ def attention(
   """
   B, T, N, _ = q.shape
   S = k.shape[2]
-  impl = resolve(implementation, B, N, T, S)
+  impl = resolve(implementation, B, N, T, S, q.dtype)
   if impl == "pallas_tpu" and (q_slot is not None or S != T):
     impl = "blockwise"  # a cache offset: not in the kernel's mask model
   if impl == "pallas_tpu":
