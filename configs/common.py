@@ -57,6 +57,9 @@ def base(name: str) -> ml_collections.ConfigDict:
       "dtype": "float32",
       "param_dtype": "float32",
       "remat": "none",
+      # Attention kernel (rla_jax/models/attention.py): "auto" picks the
+      # backend's memory-bounded kernel, einsum for small CPU shapes.
+      "attention": "auto",
     }
   )
   c.mesh = ml_collections.ConfigDict({"data": 1, "fsdp": -1, "tensor": 1})

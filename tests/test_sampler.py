@@ -39,7 +39,13 @@ def _sampler(model, **kw):
   return Sampler(model, **kw)
 
 
-def test_greedy_is_teacher_forced_argmax_and_logprobs_match(model, prompts):
+@pytest.mark.parametrize("attention", ["einsum", "blockwise"])
+def test_greedy_is_teacher_forced_argmax_and_logprobs_match(
+  model, prompts, attention
+):
+  """Sampler and training forward with the same attention kernel (the
+  module's `model`, "auto", is einsum on CPU at these sizes)."""
+  model = Qwen(CFG, rngs=nnx.Rngs(0), attention=attention)
   out = _sampler(model).generate(prompts, greedy=True)
   assert out.lengths == [10] * 4
   for p, toks, lps in zip(prompts, out.tokens, out.logprobs, strict=True):
@@ -51,7 +57,9 @@ def test_greedy_is_teacher_forced_argmax_and_logprobs_match(model, prompts):
     np.testing.assert_allclose(lps, train_lp[0, len(p) :], atol=1e-4)
 
 
-def test_sampled_logprobs_match_training_forward(model, prompts):
+@pytest.mark.parametrize("attention", ["einsum", "blockwise"])
+def test_sampled_logprobs_match_training_forward(model, prompts, attention):
+  model = Qwen(CFG, rngs=nnx.Rngs(0), attention=attention)
   out = _sampler(model).generate(
     prompts, seed=7, temperature=0.7, top_p=0.9, top_k=50
   )

@@ -22,19 +22,28 @@ def _batch(vocab, seed=0):
   return tokens, mask
 
 
+@pytest.mark.parametrize("attention", ["einsum", "blockwise"])
 @pytest.mark.parametrize("model_type,tie", [("qwen2", False), ("qwen3", True)])
-def test_unrolled_forward_equals_scanned_forward(tmp_path, model_type, tie):
+def test_unrolled_forward_equals_scanned_forward(
+  tmp_path, model_type, tie, attention
+):
   model = load_qwen(
     build_hf_checkpoint(
       str(tmp_path), model_type, tie=tie, num_heads=4, num_kv_heads=2
-    )
+    ),
+    attention=attention,
   )
   tokens, mask = _batch(300)
   ref, _ = model(jnp.asarray(tokens), jnp.asarray(mask))  # lax.scan path
   params = unrolled.unstack(model)
   cache = init_cache(model.cfg, 3, 16)
   h, cache = unrolled.forward(
-    model.cfg, params, jnp.asarray(tokens), jnp.asarray(mask), cache
+    model.cfg,
+    params,
+    jnp.asarray(tokens),
+    jnp.asarray(mask),
+    cache,
+    attention=attention,
   )
   ours = unrolled.logits(model.cfg, params, h)
   real = mask.astype(bool)
@@ -63,8 +72,9 @@ def _scan_greedy(model, prompt, n):
   return seq[len(prompt) :], np.asarray(lps, np.float32)
 
 
-def test_sampler_decode_equals_scanned_reference(tiny_qwen3_dir):
-  model = load_qwen(tiny_qwen3_dir)
+@pytest.mark.parametrize("attention", ["einsum", "blockwise"])
+def test_sampler_decode_equals_scanned_reference(tiny_qwen3_dir, attention):
+  model = load_qwen(tiny_qwen3_dir, attention=attention)
   rng = np.random.RandomState(3)
   prompts = [list(map(int, rng.randint(3, 300, size=n))) for n in (5, 12)]
   out = Sampler(model, max_prompt_len=16, max_new_tokens=8).generate(

@@ -150,6 +150,7 @@ def load_qwen(
   dtype=jnp.float32,
   param_dtype=jnp.float32,
   remat: str = "none",
+  attention: str = "auto",
   sharding_fn: Callable[
     [tuple[str, ...], tuple[int, ...]], jax.sharding.Sharding
   ]
@@ -179,7 +180,12 @@ def load_qwen(
 
   abstract = nnx.eval_shape(
     lambda: Qwen(
-      cfg, rngs=nnx.Rngs(0), dtype=dtype, param_dtype=param_dtype, remat=remat
+      cfg,
+      rngs=nnx.Rngs(0),
+      dtype=dtype,
+      param_dtype=param_dtype,
+      remat=remat,
+      attention=attention,
     )
   )
   graphdef, state = nnx.split(abstract)

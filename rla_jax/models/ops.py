@@ -94,6 +94,10 @@ def dense(x, w, num_in: int = 1):
 def grouped_attention(q, k, v, mask):
   """Softmax attention with grouped kv heads, without repeating K/V.
 
+  The forwards call `rla_jax.models.attention.attention` (a structured mask,
+  memory-bounded kernels); this dense-mask form stays as its "einsum"
+  implementation's reference and for benchmarks/bench_layer_kernels.py.
+
   q: [B, T, N, H]; k, v: [B, K, S, H]; mask: [B, T, S] bool.
   Returns [B, T, N, H]. Scores and softmax in float32.
 

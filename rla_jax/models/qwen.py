@@ -23,12 +23,13 @@ import jax.numpy as jnp
 from flax import nnx
 
 from rla_jax.models import unrolled
+from rla_jax.models.attention import attention as masked_attention
+from rla_jax.models.attention import check_implementation
 from rla_jax.models.config import QwenConfig
 from rla_jax.models.kv_cache import KVCache
 from rla_jax.models.ops import (
   attention_inputs,
   attention_output_and_mlp,
-  grouped_attention,
   rms_norm,
 )
 
@@ -105,7 +106,9 @@ def _param(rngs, shape, init, param_dtype, axes):
 
 class Qwen(nnx.Module):
   """Qwen2/Qwen3/Llama causal LM with stacked, scanned layers (the family's
-  differences are options of `QwenConfig`)."""
+  differences are options of `QwenConfig`). `remat`: a `REMAT_POLICIES`
+  key; `attention`: a `rla_jax.models.attention` implementation (both
+  forwards; the sampler reads it from the model)."""
 
   def __init__(
     self,
@@ -115,6 +118,7 @@ class Qwen(nnx.Module):
     dtype=jnp.float32,
     param_dtype=jnp.float32,
     remat: str = "none",
+    attention: str = "auto",
   ):
     if remat not in REMAT_POLICIES:
       raise ValueError(
@@ -123,6 +127,8 @@ class Qwen(nnx.Module):
     self.cfg = cfg
     self.dtype = dtype
     self.remat = remat
+    check_implementation(attention)
+    self.attention = attention
     self.embed = _param(
       rngs,
       (cfg.vocab_size, cfg.hidden_size),
@@ -172,13 +178,17 @@ class Qwen(nnx.Module):
       preferred_element_type=jnp.float32,
     )
 
-  def _layer(self, p, x, positions, attend):
-    """One decoder layer over a full chunk. x: [B, T, D]; attend: [B, T, T]
-    bool. Returns x'."""
+  def _layer(self, p, x, positions, mask):
+    """One decoder layer over a full chunk. x: [B, T, D]; mask: [B, T] bool
+    (real tokens): token i attends j <= i with mask[b, j]. Returns x'."""
     cfg, dt = self.cfg, self.dtype
     q, k, v = attention_inputs(cfg, p, x, positions, dt)
-    attn = grouped_attention(
-      q, k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3), attend
+    attn = masked_attention(
+      q,
+      k.transpose(0, 2, 1, 3),
+      v.transpose(0, 2, 1, 3),
+      mask,
+      implementation=self.attention,
     )
     return attention_output_and_mlp(cfg, p, x, attn, dt)
 
@@ -208,6 +218,7 @@ class Qwen(nnx.Module):
         cache,
         positions,
         self.dtype,
+        attention=self.attention,
       )
     B, T = tokens.shape
     mask = jnp.ones((B, T), bool) if mask is None else mask.astype(bool)
@@ -215,11 +226,9 @@ class Qwen(nnx.Module):
       positions = jnp.maximum(jnp.cumsum(mask, axis=1) - 1, 0).astype(jnp.int32)
     x = self.embed[...].astype(self.dtype)[tokens]
     layer_params = {k: v[...] for k, v in self.layers.items()}
-    causal = jnp.tril(jnp.ones((T, T), bool))
-    attend = causal[None] & mask[:, None, :]
 
     def body(x, p):
-      return self._layer(p, x, positions, attend), None
+      return self._layer(p, x, positions, mask), None
 
     if self.remat != "none":
       body = jax.checkpoint(body, policy=REMAT_POLICIES[self.remat])

@@ -27,12 +27,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from rla_jax.models.attention import attention as masked_attention
 from rla_jax.models.config import QwenConfig
 from rla_jax.models.kv_cache import KVCache
 from rla_jax.models.ops import (
   attention_inputs,
   attention_output_and_mlp,
-  grouped_attention,
   rms_norm,
 )
 
@@ -83,10 +83,11 @@ def logical_axes(model) -> UnrolledParams:
   return out
 
 
-def _layer(cfg: QwenConfig, p, x, positions, attend, ck, cv, end, dt):
-  """One decoder layer. x: [B, T, D]; attend: [B, T, S] bool; ck, cv: this
-  layer's [B, K, S, H] cache. Returns (x', ck', cv') with the chunk's keys
-  and values written at slots [end, end + T)."""
+def _layer(cfg: QwenConfig, p, x, positions, valid, ck, cv, end, dt, impl):
+  """One decoder layer. x: [B, T, D]; valid: [B, S] bool (the updated
+  cache.valid); ck, cv: this layer's [B, K, S, H] cache. Returns (x', ck',
+  cv') with the chunk's keys and values written at slots [end, end + T);
+  query i (slot end + i) attends slots j <= end + i with valid[b, j]."""
   q, k, v = attention_inputs(cfg, p, x, positions, dt)
   ck = jax.lax.dynamic_update_slice(
     ck, k.transpose(0, 2, 1, 3).astype(ck.dtype), (0, 0, end, 0)
@@ -94,7 +95,10 @@ def _layer(cfg: QwenConfig, p, x, positions, attend, ck, cv, end, dt):
   cv = jax.lax.dynamic_update_slice(
     cv, v.transpose(0, 2, 1, 3).astype(cv.dtype), (0, 0, end, 0)
   )
-  attn = grouped_attention(q, ck.astype(dt), cv.astype(dt), attend)
+  q_slot = end + jnp.arange(x.shape[1], dtype=jnp.int32)
+  attn = masked_attention(
+    q, ck.astype(dt), cv.astype(dt), valid, q_slot, implementation=impl
+  )
   x = attention_output_and_mlp(cfg, p, x, attn, dt)
   return x, ck, cv
 
@@ -107,6 +111,7 @@ def forward(
   cache: KVCache,
   positions: jax.Array | None = None,
   dtype=jnp.float32,
+  attention: str = "auto",
 ) -> tuple[jax.Array, KVCache]:
   """Appends a chunk to the cache; returns final-norm hidden states
   [B, T, D] and the updated cache.
@@ -115,7 +120,7 @@ def forward(
   all real). The chunk is written at slots [cache.end, cache.end + T) and
   each token attends to every valid earlier slot and to itself. positions
   default to the running count of real tokens (padding never shifts
-  positions).
+  positions). attention: a `rla_jax.models.attention` implementation.
   """
   B, T = tokens.shape
   mask = jnp.ones((B, T), bool) if mask is None else mask.astype(bool)
@@ -123,14 +128,11 @@ def forward(
     positions = cache.next_pos[:, None] + jnp.cumsum(mask, axis=1) - 1
     positions = jnp.maximum(positions, 0).astype(jnp.int32)
   valid = jax.lax.dynamic_update_slice(cache.valid, mask, (0, cache.end))
-  q_slot = cache.end + jnp.arange(T)
-  slots = jnp.arange(cache.num_slots)
-  attend = (slots[None, :] <= q_slot[:, None])[None] & valid[:, None, :]
   x = params["embed"].astype(dtype)[tokens]
   ks, vs = list(cache.k), list(cache.v)
   for i, p in enumerate(params["layers"]):
     x, ks[i], vs[i] = _layer(
-      cfg, p, x, positions, attend, ks[i], vs[i], cache.end, dtype
+      cfg, p, x, positions, valid, ks[i], vs[i], cache.end, dtype, attention
     )
   h = rms_norm(x, params["final_norm"], cfg.rms_norm_eps)
   new_cache = KVCache(

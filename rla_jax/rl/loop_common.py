@@ -55,11 +55,13 @@ def gguf_cache_dir(value: str) -> str:
 
 def fingerprinted_model(model: ml_collections.ConfigDict) -> dict:
   """config.model as fingerprinted: without gguf_cache_dir (where the
-  converted copy lives does not change the run, as warmstart.dir) and
-  without gguf when it is off, so workdirs written before these keys
-  existed keep their fingerprint and resume."""
+  converted copy lives does not change the run, as warmstart.dir),
+  without attention (the kernels compute the same function, to float
+  rounding) and without gguf when it is off, so workdirs written before
+  these keys existed keep their fingerprint and resume."""
   d = model.to_dict()
   d.pop("gguf_cache_dir", None)
+  d.pop("attention", None)
   if not d.get("gguf"):
     d.pop("gguf", None)
   return d
@@ -140,6 +142,7 @@ class LoopBase:
         dtype=dtype,
         param_dtype=param_dtype,
         remat=c.model.remat,
+        attention=c.model.attention,
         sharding_fn=shd.param_sharding_fn(self.mesh, shd.TRAIN_RULES),
       )
       self.learners[role] = Learner(

@@ -12,11 +12,13 @@ def check_common_config(config) -> None:
 
   Raises ConfigError naming the key and value: model.dtype and
   model.param_dtype must be dtypes the loops know, model.remat a remat
-  policy of the model, and mesh.data/fsdp/tensor ints >= 1, at most one of
-  them -1 (the remaining devices). Whether the devices divide into the mesh
+  policy of the model, model.attention an attention implementation, and
+  mesh.data/fsdp/tensor ints >= 1, at most one of them -1 (the remaining
+  devices). Whether the devices divide into the mesh
   is checked when the mesh is built (the device count is known only after
   jax.distributed is initialised).
   """
+  from rla_jax.models.attention import IMPLEMENTATIONS
   from rla_jax.models.qwen import REMAT_POLICIES
   from rla_jax.rl.loop_common import DTYPES
 
@@ -30,6 +32,11 @@ def check_common_config(config) -> None:
     raise ConfigError(
       f"config model.remat={config.model.remat!r} must be one of "
       f"{sorted(REMAT_POLICIES)}"
+    )
+  if config.model.attention not in IMPLEMENTATIONS:
+    raise ConfigError(
+      f"config.model.attention={config.model.attention!r} must be one of "
+      f"{list(IMPLEMENTATIONS)}"
     )
   sizes = {key: config.mesh[key] for key in MESH_KEYS}
   for key, size in sizes.items():

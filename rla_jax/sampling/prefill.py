@@ -97,7 +97,14 @@ def _put(x: jax.Array, y: jax.Array, start, plan: PiecePlan) -> jax.Array:
 
 
 def _time_slices(
-  cfg: QwenConfig, params, tokens, mask, cache: KVCache, tokens_per, dtype
+  cfg: QwenConfig,
+  params,
+  tokens,
+  mask,
+  cache: KVCache,
+  tokens_per,
+  dtype,
+  attention="auto",
 ):
   """Appends the [B, T] chunk as slices of at most tokens_per columns;
   returns the updated cache and the last position's logits [B, V]."""
@@ -106,12 +113,20 @@ def _time_slices(
   for a in range(0, T, step):
     cols = slice(a, a + step)
     h, cache = unrolled.forward(
-      cfg, params, tokens[:, cols], mask[:, cols], cache, dtype=dtype
+      cfg,
+      params,
+      tokens[:, cols],
+      mask[:, cols],
+      cache,
+      dtype=dtype,
+      attention=attention,
     )
   return cache, unrolled.logits(cfg, params, h[:, -1], dtype)
 
 
-def _row_blocks(cfg, dtype, plan, params, cache: KVCache, tokens, mask):
+def _row_blocks(
+  cfg, dtype, plan, params, cache: KVCache, tokens, mask, attention
+):
   """The fori_loop over row blocks; returns the blocks' keys and values
   (split [D, Bd, K, S, H] per layer) and logits [D, Bd, V]."""
   Bd = cache.batch_size // plan.shards
@@ -134,7 +149,7 @@ def _row_blocks(cfg, dtype, plan, params, cache: KVCache, tokens, mask):
       next_pos=take(next_pos),
     )
     piece, lg = _time_slices(
-      cfg, params, take(ids), take(msk), piece, plan.tokens, dtype
+      cfg, params, take(ids), take(msk), piece, plan.tokens, dtype, attention
     )
     put = functools.partial(_put, start=start, plan=plan)
     ks = tuple(map(put, ks, piece.k))
@@ -145,17 +160,34 @@ def _row_blocks(cfg, dtype, plan, params, cache: KVCache, tokens, mask):
   return jax.lax.fori_loop(0, n, body, (ks, vs, out))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2), donate_argnums=(4,))
+@functools.partial(
+  jax.jit,
+  static_argnums=(0, 1, 2),
+  static_argnames=("attention",),
+  donate_argnums=(4,),
+)
 def prefill(
-  cfg: QwenConfig, dtype, plan: PiecePlan, params, cache: KVCache, tokens, mask
+  cfg: QwenConfig,
+  dtype,
+  plan: PiecePlan,
+  params,
+  cache: KVCache,
+  tokens,
+  mask,
+  attention="auto",
 ):
   """Appends the left-padded [B, T] chunk (mask [B, T], 1 = real token) to
   the donated cache in pieces; returns (cache, last position's logits
-  [B, V] float32), as a whole-batch forward would."""
+  [B, V] float32), as a whole-batch forward would. attention: the
+  implementation name (`rla_jax.models.attention`)."""
   Bd = cache.batch_size // plan.shards
   if plan.rows <= 0 or plan.rows >= Bd:  # time slices only
-    return _time_slices(cfg, params, tokens, mask, cache, plan.tokens, dtype)
-  ks, vs, out = _row_blocks(cfg, dtype, plan, params, cache, tokens, mask)
+    return _time_slices(
+      cfg, params, tokens, mask, cache, plan.tokens, dtype, attention
+    )
+  ks, vs, out = _row_blocks(
+    cfg, dtype, plan, params, cache, tokens, mask, attention
+  )
   mask = mask.astype(bool)
   new = KVCache(
     k=tuple(_merge(x, plan) for x in ks),

@@ -80,9 +80,18 @@ class SampleOutput:
     return [len(t) for t in self.tokens]
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1), donate_argnums=(3,))
-def _prefill(cfg: QwenConfig, dtype, params, cache: KVCache, tokens, mask):
-  h, cache = unrolled.forward(cfg, params, tokens, mask, cache, dtype=dtype)
+@functools.partial(
+  jax.jit,
+  static_argnums=(0, 1),
+  static_argnames=("attention",),
+  donate_argnums=(3,),
+)
+def _prefill(
+  cfg: QwenConfig, dtype, params, cache: KVCache, tokens, mask, attention="auto"
+):
+  h, cache = unrolled.forward(
+    cfg, params, tokens, mask, cache, dtype=dtype, attention=attention
+  )
   return cache, unrolled.logits(cfg, params, h[:, -1], dtype)
 
 
@@ -103,7 +112,12 @@ def _repeat_rows(cache: KVCache, logits, m: int):
   ), rep(logits, 0)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2), donate_argnums=(4,))
+@functools.partial(
+  jax.jit,
+  static_argnums=(0, 1, 2),
+  static_argnames=("attention",),
+  donate_argnums=(4,),
+)
 def _decode(
   cfg: QwenConfig,
   dtype,
@@ -123,6 +137,7 @@ def _decode(
   max_new,
   stop_ids,
   pad_id,
+  attention="auto",
 ):
   """Samples up to max_new (<= max_new_static) tokens per active row.
 
@@ -157,7 +172,13 @@ def _decode(
     stopped = stopped | hit
     done = done | hit | (step + 1 >= max_new)
     h, cache = unrolled.forward(
-      cfg, params, tok[:, None], live[:, None], cache, dtype=dtype
+      cfg,
+      params,
+      tok[:, None],
+      live[:, None],
+      cache,
+      dtype=dtype,
+      attention=attention,
     )
     logits = unrolled.logits(cfg, params, h[:, 0], dtype)
     return step + 1, cache, logits, out_tok, out_lp, done, stopped
@@ -268,6 +289,7 @@ class Sampler:
     self.params = self._unstackers[key](state)
     self.dtype = compute
     self.cache_dtype = model.dtype
+    self.attention = model.attention
 
   # ----------------------------------------------------------- checks
   def _check_rows(self, rows: Sequence[Sequence[int]], allow_empty: bool):
@@ -432,11 +454,24 @@ class Sampler:
     mask = self._place(mask, ("batch", "length"))
     if self.prefill_plan.whole:
       cache, logits = _prefill(
-        self.cfg, self.dtype, self.params, cache, ids, mask
+        self.cfg,
+        self.dtype,
+        self.params,
+        cache,
+        ids,
+        mask,
+        attention=self.attention,
       )
     else:
       cache, logits = pieces.prefill(
-        self.cfg, self.dtype, self.prefill_plan, self.params, cache, ids, mask
+        self.cfg,
+        self.dtype,
+        self.prefill_plan,
+        self.params,
+        cache,
+        ids,
+        mask,
+        attention=self.attention,
       )
     if m > 1:
       cache, logits = _repeat_rows(cache, logits, m)
@@ -460,6 +495,7 @@ class Sampler:
       jnp.int32(budget),
       jnp.asarray(self.stop_token_ids),
       jnp.int32(self.pad_id),
+      attention=self.attention,
     )
     tok, lp, stopped = distributed.to_host((tok, lp, stopped))
     out_tokens, out_lp, out_stop = [], [], []
