@@ -123,8 +123,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     )
     c.rollout.update(
       # The coding prompt is ~200 tokens; the environment model's proposal
-      # prompt (task, tests, per-test pass rates) measured 727.
-      max_prompt_len=1024,
+      # prompt (root and current task, tests, pass rates) measured 727-1,106
+      # in SmolLM2's tokens.
+      max_prompt_len=1536,
       # A real model explains before its ```python block; 256 tokens hold
       # a short solution (~0.1 s/token/row on 2 cores).
       max_new_tokens=256,

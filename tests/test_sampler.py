@@ -169,6 +169,13 @@ def test_bad_requests_fail_before_compiling(model, prompts):
       ValueError, match="prompt 1 has 40 tokens, more than max_prompt_len=32"
     ):
       sampler.generate([[3], [4] * 40])
+    named = _sampler(
+      model, max_prompt_len=32, limit_key="config.rollout.max_prompt_len"
+    )
+    with pytest.raises(
+      ValueError, match=r"max_prompt_len=32 \(set by config.rollout"
+    ):
+      named.generate([[4] * 40])
     with pytest.raises(ValueError, match="prompt 0 is empty"):
       sampler.generate([[]])
     with pytest.raises(

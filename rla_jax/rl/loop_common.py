@@ -162,6 +162,7 @@ class LoopBase:
         mesh=self.mesh if jax.device_count() > 1 else None,
         prefill_rows=c.rollout.get("prefill_rows", 0),
         prefill_tokens=c.rollout.get("prefill_tokens", 0),
+        limit_key="config.rollout.max_prompt_len",
       )
     self.build_tasks()
     self.metrics = MetricsWriter(workdir, is_primary=self.is_primary)

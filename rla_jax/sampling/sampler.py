@@ -216,6 +216,8 @@ class Sampler:
       one piece. Bounds prefill's temporaries (`rla_jax.sampling.prefill`).
     prefill_tokens: most prompt columns per prefill piece (the chunk is
       appended as successive cache-continuing slices); 0 = the whole chunk.
+    limit_key: where max_prompt_len was configured (e.g.
+      "config.rollout.max_prompt_len"), named by the too-long-prompt error.
   """
 
   def __init__(
@@ -232,8 +234,10 @@ class Sampler:
     rules=shd.SAMPLE_RULES,
     prefill_rows: int = 0,
     prefill_tokens: int = 0,
+    limit_key: str = "",
   ):
     self.cfg = model.cfg
+    self.limit_key = limit_key
     self.max_prompt_len = int(max_prompt_len)
     self.max_new_tokens = int(max_new_tokens)
     self.stop_token_ids = np.asarray(list(stop_token_ids) or [-1], np.int32)
@@ -300,9 +304,10 @@ class Sampler:
       if not row and not allow_empty:
         raise ValueError(f"prompt {i} is empty")
       if len(row) > self.max_prompt_len:
+        where = f" (set by {self.limit_key})" if self.limit_key else ""
         raise ValueError(
           f"prompt {i} has {len(row)} tokens, more than "
-          f"max_prompt_len={self.max_prompt_len}"
+          f"max_prompt_len={self.max_prompt_len}{where}"
         )
       if row:
         arr = np.asarray(row)
