@@ -173,12 +173,14 @@ SMALL = QwenConfig(
 
 @dataclasses.dataclass(frozen=True)
 class Workload:
-  """One RL step of the AlfWorld paper setting (reference section 3.3).
+  """One RL step of the AlfWorld paper setting (reference section 3.3;
+  `CODING` below: the coding paper preset).
 
   Token counts are the configured caps (upper bounds): every prompt at its
   max length, every response at its max generation length.
   """
 
+  name: str = "alfworld:paper"
   tasks: int = 16
   rollouts: int = 8
   turns: int = 20  # mean interaction steps per trajectory
@@ -187,6 +189,9 @@ class Workload:
   rm_prompt: int = 2048
   rm_gen: int = 4096
   judgements: int = 3  # m RM samples per (trajectory, step)
+  # RM rows per task instead (coding: tests_per_task unit-test generations
+  # per task, sampled in one call); None = trajectories x judgements.
+  rm_rows_per_task: int | None = None
   micro_batch_per_device: int = 1
   remat: str = "full"
   logprob_chunk: int = 128
@@ -203,7 +208,13 @@ class Workload:
     return self.tasks * self.rollouts
 
   @property
+  def policy_rows(self) -> int:  # concurrent policy rows
+    return self.trajectories
+
+  @property
   def rm_rows(self) -> int:  # concurrent RM rows: one step of every traj x m
+    if self.rm_rows_per_task is not None:
+      return self.tasks * self.rm_rows_per_task
     return self.trajectories * self.judgements
 
 
@@ -211,6 +222,17 @@ class Workload:
 # the plan before the memory-bounded attention (einsum, whole-batch prefill).
 PAPER = Workload()
 BEFORE = Workload(attention="einsum", prefill_rows_per_device=None)
+# configs/coding.py "paper": 64 tasks x 32 programs (2048 policy rows in one
+# Sampler call, prompt 2048 + 2048), 16 generated tests per task (1024 RM
+# rows, 2048 + 4096), one turn. Prefill is counted over every row (an upper
+# bound: the sampler prefills each prompt once and repeats its cache).
+CODING = Workload(
+  name="coding:paper",
+  tasks=64,
+  rollouts=32,
+  turns=1,
+  rm_rows_per_task=16,
+)
 
 
 def fake_mesh(data: int, fsdp: int, tensor: int):

@@ -25,6 +25,7 @@ if _REPO not in sys.path:
 
 from launch.memory_model import (
   ACCELERATORS,
+  CODING,
   DECODE_BW_UTIL,
   F32,
   PRESETS,
@@ -103,7 +104,7 @@ def plan_slice(
     "policy_sample": sample_phase_bytes(
       pol,
       sm,
-      wl.trajectories,
+      wl.policy_rows,
       wl.policy_prompt,
       wl.policy_gen,
       wl.prefill_rows_per_device,
@@ -204,7 +205,7 @@ def step_time(
   passes = train_attention_passes(wl.attention)
   out = {}
   for role, cfg, prompt, gen, rows in (
-    ("policy", pol, wl.policy_prompt, wl.policy_gen, wl.trajectories),
+    ("policy", pol, wl.policy_prompt, wl.policy_gen, wl.policy_rows),
     ("rm", rm, wl.rm_prompt, wl.rm_gen, wl.rm_rows),
   ):
     N, S = param_count(cfg), prompt + gen
@@ -265,7 +266,7 @@ def _time_lines(pol, rm, plan, wl) -> list[str]:
   Np, Nr = param_count(pol), param_count(rm)
   ph_p, ph_r = plan.phases["policy_sample"], plan.phases["rm_sample"]
   fl = n * acc.bf16_flops * TRAIN_MFU
-  tok_p = wl.trajectories * wl.turns * (wl.policy_prompt + wl.policy_gen)
+  tok_p = wl.policy_rows * wl.turns * (wl.policy_prompt + wl.policy_gen)
   tok_r = wl.rm_rows * wl.turns * (wl.rm_prompt + wl.rm_gen)
   bw = acc.hbm_bytes_per_s * DECODE_BW_UTIL
   return [
@@ -278,7 +279,7 @@ def _time_lines(pol, rm, plan, wl) -> list[str]:
     f"{fl:.3g} = **{t['rm_train']:.0f} s**",
     f"- prefill: policy {t['policy_prefill']:.0f} s, RM "
     f"{t['rm_prefill']:.0f} s (2N + attention per prompt token; "
-    f"{prefill_pieces(wl.trajectories, n, plan.sample_tensor, wl)} / "
+    f"{prefill_pieces(wl.policy_rows, n, plan.sample_tensor, wl)} / "
     f"{prefill_pieces(wl.rm_rows, n, plan.sample_tensor, wl)} row pieces "
     "per turn, each re-reading the weights: compute-bound)",
     f"- policy decode: {wl.turns} turns x {wl.policy_gen} steps x "
@@ -400,6 +401,75 @@ def _compiled_section(compiled: list[dict], title: str) -> list[str]:
   )
 
 
+def _slice_table(cfg: QwenConfig, wl: Workload) -> list[str]:
+  """Smallest slices per chip for `wl` and for its 'before' (einsum,
+  whole-batch prefill), with step times."""
+  before = dataclasses.replace(
+    wl, attention="einsum", prefill_rows_per_device=None
+  )
+  rows = []
+  for acc in ACCELERATORS:
+    co = smallest_fitting(cfg, cfg, acc, wl, True)
+    off = smallest_fitting(cfg, cfg, acc, wl, False)
+    old = smallest_fitting(cfg, cfg, acc, before, True)
+    same = best_plan(cfg, cfg, acc, old.chips, wl) if old else None
+    rows.append(
+      (
+        acc.name,
+        slice_label(acc, co.chips) if co else "none <= 256 chips",
+        f"t={co.train_tensor}, s={co.sample_tensor}" if co else "-",
+        f"{_g(co.peak(True))} / {_g(co.usable)}" if co else "-",
+        slice_label(acc, off.chips) if off else "none",
+        f"{step_time(cfg, cfg, co, wl)['total']:.0f}" if co else "-",
+        (
+          f"{slice_label(acc, old.chips)} ({_g(old.peak(True))} GiB, "
+          f"{step_time(cfg, cfg, old, before)['total']:.0f} s)"
+        )
+        if old
+        else "none",
+        f"{step_time(cfg, cfg, same, wl)['total']:.0f}" if same else "-",
+      )
+    )
+  return _table(
+    (
+      "chip",
+      "smallest slice (co-resident)",
+      "tensor train/sample",
+      "peak / usable GiB",
+      "smallest slice (offload)",
+      "RL step s (upper bound)",
+      "before (einsum, whole-batch prefill): slice (peak, step s)",
+      "now on the before slice: step s",
+    ),
+    rows,
+  )
+
+
+def _coding_section(wl: Workload) -> list[str]:
+  """The coding paper preset's workload (`memory_model.CODING`)."""
+  cfg = PRESETS["qwen2.5-7b-instruct"]
+  L = [
+    f"## {wl.name}: qwen2.5-7b-instruct as policy and unit-test generator",
+    "",
+    f"configs/coding.py 'paper': {wl.tasks} tasks x {wl.rollouts} programs "
+    f"= {wl.policy_rows} policy rows (prompt {wl.policy_prompt} + gen "
+    f"{wl.policy_gen}) and {wl.rm_rows} unit-test rows ({wl.rm_prompt} + "
+    f"{wl.rm_gen}), each phase one Sampler call, {wl.turns} turn; same "
+    "attention and 4-row prefill pieces; prefill counted over every row "
+    "(upper bound: the sampler prefills each prompt once and repeats its "
+    "cache). Step times count one update pass per step, as above (the "
+    "preset runs updates_per_step = 2).",
+    "",
+  ]
+  L += _slice_table(cfg, wl)
+  for acc in ACCELERATORS:
+    co = smallest_fitting(cfg, cfg, acc, wl, True)
+    if co is not None and acc.name.startswith("H100"):
+      L += ["", f"### {wl.name} on {slice_label(acc, co.chips)}", ""]
+      L += _breakdown(co)
+  return L + [""]
+
+
 def _plan_notes(wl: Workload) -> list[str]:
   """Why the slices shrank and what the step times do (main tables)."""
   h100 = next(a for a in ACCELERATORS if a.name.startswith("H100"))
@@ -468,7 +538,7 @@ def render(
     "'before' columns: einsum attention ([rows, N, T, S] f32 scores) and "
     "a whole-batch prefill.",
     f"- Workload per RL step (AlfWorld paper preset): {wl.tasks} tasks x "
-    f"{wl.rollouts} rollouts = {wl.trajectories} trajectories x "
+    f"{wl.rollouts} rollouts = {wl.policy_rows} trajectories x "
     f"{wl.turns} turns (assumed mean; max 40); policy prompt "
     f"{wl.policy_prompt} + gen {wl.policy_gen}; RM m={wl.judgements} "
     f"judgements per step, prompt {wl.rm_prompt} + gen {wl.rm_gen}, "
@@ -524,47 +594,9 @@ def render(
     "(7.62e9); Qwen3-8B's is 8.19e9.",
     "",
   ]
-  before = dataclasses.replace(
-    wl, attention="einsum", prefill_rows_per_device=None
-  )
   for name, cfg in PRESETS.items():
     L += [f"## {name} as policy and reward model", ""]
-    rows = []
-    for acc in ACCELERATORS:
-      co = smallest_fitting(cfg, cfg, acc, wl, True)
-      off = smallest_fitting(cfg, cfg, acc, wl, False)
-      old = smallest_fitting(cfg, cfg, acc, before, True)
-      same = best_plan(cfg, cfg, acc, old.chips, wl) if old else None
-      rows.append(
-        (
-          acc.name,
-          slice_label(acc, co.chips) if co else "none <= 256 chips",
-          f"t={co.train_tensor}, s={co.sample_tensor}" if co else "-",
-          f"{_g(co.peak(True))} / {_g(co.usable)}" if co else "-",
-          slice_label(acc, off.chips) if off else "none",
-          f"{step_time(cfg, cfg, co, wl)['total']:.0f}" if co else "-",
-          (
-            f"{slice_label(acc, old.chips)} ({_g(old.peak(True))} GiB, "
-            f"{step_time(cfg, cfg, old, before)['total']:.0f} s)"
-          )
-          if old
-          else "none",
-          f"{step_time(cfg, cfg, same, wl)['total']:.0f}" if same else "-",
-        )
-      )
-    L += _table(
-      (
-        "chip",
-        "smallest slice (co-resident)",
-        "tensor train/sample",
-        "peak / usable GiB",
-        "smallest slice (offload)",
-        "RL step s (upper bound)",
-        "before (einsum, whole-batch prefill): slice (peak, step s)",
-        "now on the before slice: step s",
-      ),
-      rows,
-    )
+    L += _slice_table(cfg, wl)
     L += _plan_notes(wl)
     for acc in ACCELERATORS:
       co = smallest_fitting(cfg, cfg, acc, wl, True)
@@ -577,6 +609,7 @@ def render(
       )
       L += _time_lines(cfg, cfg, co, wl)
     L += [""]
+  L += _coding_section(dataclasses.replace(CODING, turns=1))
   L += [
     "## Activation memory by remat policy and attention "
     "(qwen2.5-7b-instruct, 1 sequence/device, tensor 1)",
