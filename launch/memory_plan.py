@@ -5,9 +5,16 @@ definition and sharding rules) and writes docs/MEMORY_PLAN.md:
 
   python launch/memory_plan.py --out docs/MEMORY_PLAN.md [--compiled]
 
---compiled also runs `launch/memory_plan_compiled.py` in a subprocess with 8
+--compiled also runs `launch/memory_plan_compiled.py` in subprocesses with 8
 forced CPU devices and adds XLA's compiled memory analysis of a small config
-next to the analytical numbers.
+next to the analytical numbers, and the before/after check
+(`BEFORE_AFTER_ARGS`: einsum + whole-batch prefill vs blockwise + 4-row
+pieces at the paper's lengths, predicted vs measured factors).
+
+The main tables use what the paper presets run (`memory_model.PAPER`:
+flash-style attention, 4-row prefill pieces) for the AlfWorld workload and
+the coding one (`memory_model.CODING`); "before" columns use the einsum
+attention with a whole-batch prefill.
 """
 
 from __future__ import annotations

@@ -209,6 +209,31 @@ def compiled_train(cfg, mesh) -> dict:
   }
 
 
+def _lower_prefill(cfg, mesh, params, cache, tokens):
+  """The sampler's prefill lowered on abstract inputs: `sampler._prefill`
+  (whole batch) or, with --prefill-rows, `prefill.prefill` with the
+  PiecePlan the Sampler builds (rows per batch shard, the SAMPLE_RULES
+  batch axes)."""
+  dt, att = jnp.dtype(jnp.bfloat16), ARGS.attention
+  if ARGS.prefill_rows > 0:
+    axes = dict(shd.SAMPLE_RULES)["batch"]
+    axes = (axes,) if isinstance(axes, str) else tuple(axes)
+    plan = pieces.PiecePlan(
+      rows=ARGS.prefill_rows,
+      shards=math.prod(mesh.shape[a] for a in axes),
+      mesh=mesh,
+      batch_axes=axes,
+    )
+    low = pieces.prefill.lower(
+      cfg, dt, plan, params, cache, tokens, tokens, attention=att
+    )
+  else:
+    low = sampler._prefill.lower(
+      cfg, dt, params, cache, tokens, tokens, attention=att
+    )
+  return low
+
+
 def compiled_prefill(cfg, mesh) -> dict:
   """The sampler's own prefill program (`sampler._prefill`: layer-unrolled
   bf16 weight copy, per-layer bf16 cache; with --prefill-rows the
@@ -255,24 +280,7 @@ def compiled_prefill(cfg, mesh) -> dict:
   tokens = jax.ShapeDtypeStruct(
     (rows, ARGS.prompt), jnp.int32, sharding=batch_sh
   )
-  dt, att = jnp.dtype(jnp.bfloat16), ARGS.attention
-  if ARGS.prefill_rows > 0:
-    axes = dict(shd.SAMPLE_RULES)["batch"]
-    axes = (axes,) if isinstance(axes, str) else tuple(axes)
-    plan = pieces.PiecePlan(
-      rows=ARGS.prefill_rows,
-      shards=math.prod(mesh.shape[a] for a in axes),
-      mesh=mesh,
-      batch_axes=axes,
-    )
-    low = pieces.prefill.lower(
-      cfg, dt, plan, params, cache, tokens, tokens, attention=att
-    )
-  else:
-    low = sampler._prefill.lower(
-      cfg, dt, params, cache, tokens, tokens, attention=att
-    )
-  got = stats(low.compile())
+  got = stats(_lower_prefill(cfg, mesh, params, cache, tokens).compile())
   fake = mm.fake_mesh(*(mesh.shape[a] for a in shd.MESH_AXES))
   est = mm.sample_phase_bytes(
     cfg,

@@ -163,14 +163,21 @@ def test_smallest_slice_with_the_new_attention_is_no_larger():
   assert mm.PAPER.prefill_rows_per_device == 4
   assert mm.BEFORE.attention == "einsum"
   shrunk = 0
-  for cfg in mm.PRESETS.values():
+  coding = mm.PRESETS["qwen2.5-7b-instruct"], mm.CODING
+  before_coding = dataclasses.replace(
+    mm.CODING, attention="einsum", prefill_rows_per_device=None
+  )
+  runs = [(c, mm.PAPER, mm.BEFORE) for c in mm.PRESETS.values()]
+  runs.append((coding[0], coding[1], before_coding))
+  for cfg, wl, wl_before in runs:
     for acc in mm.ACCELERATORS:
-      new = mp.smallest_fitting(cfg, cfg, acc, mm.PAPER)
-      old = mp.smallest_fitting(cfg, cfg, acc, mm.BEFORE)
+      new = mp.smallest_fitting(cfg, cfg, acc, wl)
+      old = mp.smallest_fitting(cfg, cfg, acc, wl_before)
       assert new is not None
       assert old is None or new.chips <= old.chips, (acc.name, new, old)
       shrunk += old is None or new.chips < old.chips
-  assert shrunk >= 8  # the RM prefill scores no longer decide the size
+  assert shrunk >= 12  # the prefill scores no longer decide the size
+  assert mm.CODING.policy_rows == 2048 and mm.CODING.rm_rows == 1024
 
 
 def test_row_pieces_cost_no_prefill_flops_on_the_same_slice():
@@ -232,6 +239,6 @@ def test_compiled_temporaries_fall_by_the_predicted_factor():
     ),
   }
   for q, f in mp.before_after_factors(results).items():
-    assert f["predicted"] > 3 and f["measured"] > 3, (q, f)
+    assert f["predicted"] > 2 and f["measured"] > 2, (q, f)
     tol = 2.0 if q.startswith("train") else 1.6
     assert 1 / tol < f["measured"] / f["predicted"] < tol, (q, f)
