@@ -279,7 +279,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       max_prompt_len=2048,
       max_new_tokens=2000,
       # 4 rows per device per prefill piece: the RM sampling phase's
-      # [rows, N, P, S] scores then fit (docs/MEMORY_PLAN.md, last column).
+      # [rows, N, P, S] scores then fit (docs/MEMORY_PLAN.md).
       prefill_rows=4,
     )
     c.reward.update(max_new_tokens=4000, judge_batch=256)

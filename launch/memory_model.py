@@ -4,10 +4,15 @@ Everything shape-related comes from the real code: parameter shapes and
 logical axes from `nnx.eval_shape(Qwen(cfg))` (nothing is allocated), shard
 shapes from `rla_jax.sharding.logical_to_spec` applied to those true shapes
 on a mesh of the slice's size. Activation and transient terms are analytical
-estimates of what `rla_jax.models.qwen` materialises (its attention is plain
-einsum attention, so the [B, N, T, S] scores are real). They are checked
-against XLA's compiled `memory_analysis()` on a small config by
-`launch/memory_plan_compiled.py`; for 7B/8B the numbers are analytical only.
+estimates of what `rla_jax.models.qwen` materialises, by attention
+implementation (`rla_jax.models.attention`, `attention_kind` here):
+"einsum" (and "xla") materialise the [B, N, T, S] float32 scores;
+"blockwise", "pallas_tpu" and "cudnn" are flash-style and keep only
+[b, N, block_q, block_k] tiles plus O(T) row statistics ("auto" resolves to
+one of these on TPU and GPU). They are checked against XLA's compiled
+`memory_analysis()` on a small config by `launch/memory_plan_compiled.py`
+(both implementations, whole batch and row pieces); for 7B/8B the numbers
+are analytical only.
 
 Precision plan (stated, used throughout): fp32 master parameters, fp32 AdamW
 mu and nu, fp32 gradients (an accumulator and one micro-batch's), bf16
@@ -45,6 +50,11 @@ DECODE_BW_UTIL = 0.70  # achieved / peak HBM bandwidth for decode
 # conservative bound.
 SCORE_BYTES_TRAIN = 6
 SCORE_BYTES_PREFILL = 6
+# Flash-style attention (`attention._blockwise`): tile sizes (the module's
+# defaults) and bytes per element of its tile-bounded temporaries.
+BLOCK_Q = BLOCK_K = 128
+FLASH_IMPLEMENTATIONS = ("blockwise", "pallas_tpu", "cudnn", "auto")
+EINSUM_IMPLEMENTATIONS = ("einsum", "xla")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,12 +173,14 @@ SMALL = QwenConfig(
 
 @dataclasses.dataclass(frozen=True)
 class Workload:
-  """One RL step of the AlfWorld paper setting (reference section 3.3).
+  """One RL step of the AlfWorld paper setting (reference section 3.3;
+  `CODING` below: the coding paper preset).
 
   Token counts are the configured caps (upper bounds): every prompt at its
   max length, every response at its max generation length.
   """
 
+  name: str = "alfworld:paper"
   tasks: int = 16
   rollouts: int = 8
   turns: int = 20  # mean interaction steps per trajectory
@@ -177,20 +189,50 @@ class Workload:
   rm_prompt: int = 2048
   rm_gen: int = 4096
   judgements: int = 3  # m RM samples per (trajectory, step)
+  # RM rows per task instead (coding: tests_per_task unit-test generations
+  # per task, sampled in one call); None = trajectories x judgements.
+  rm_rows_per_task: int | None = None
   micro_batch_per_device: int = 1
   remat: str = "full"
   logprob_chunk: int = 128
   # rows per device per prefill piece; None = the whole batch at once (the
   # Sampler's prefill_rows = 0; the paper presets set 4).
-  prefill_rows_per_device: int | None = None
+  prefill_rows_per_device: int | None = 4
+  # `rla_jax.models.attention` implementation (config.model.attention); the
+  # paper presets run "auto" = pallas_tpu on TPU, cudnn on GPU (bf16):
+  # both tile-bounded like "blockwise", the term used for them here.
+  attention: str = "blockwise"
 
   @property
   def trajectories(self) -> int:
     return self.tasks * self.rollouts
 
   @property
+  def policy_rows(self) -> int:  # concurrent policy rows
+    return self.trajectories
+
+  @property
   def rm_rows(self) -> int:  # concurrent RM rows: one step of every traj x m
+    if self.rm_rows_per_task is not None:
+      return self.tasks * self.rm_rows_per_task
     return self.trajectories * self.judgements
+
+
+# What the paper presets run (flash attention, 4-row prefill pieces) and
+# the plan before the memory-bounded attention (einsum, whole-batch prefill).
+PAPER = Workload()
+BEFORE = Workload(attention="einsum", prefill_rows_per_device=None)
+# configs/coding.py "paper": 64 tasks x 32 programs (2048 policy rows in one
+# Sampler call, prompt 2048 + 2048), 16 generated tests per task (1024 RM
+# rows, 2048 + 4096), one turn. Prefill is counted over every row (an upper
+# bound: the sampler prefills each prompt once and repeats its cache).
+CODING = Workload(
+  name="coding:paper",
+  tasks=64,
+  rollouts=32,
+  turns=1,
+  rm_rows_per_task=16,
+)
 
 
 def fake_mesh(data: int, fsdp: int, tensor: int):
@@ -297,20 +339,104 @@ def _local(dim: int, size: int) -> int:
   return dim // size if dim % size == 0 else dim
 
 
+def attention_kind(attention: str) -> str:
+  """ "einsum" for implementations that materialise the [b, N, T, S] scores
+  (einsum, xla), "flash" for the tile-bounded ones (blockwise, pallas_tpu,
+  cudnn; "auto" = pallas_tpu on TPU, cudnn on GPU for bf16)."""
+  if attention in EINSUM_IMPLEMENTATIONS:
+    return "einsum"
+  if attention in FLASH_IMPLEMENTATIONS:
+    return "flash"
+  raise ValueError(
+    f"attention must be one of "
+    f"{sorted(EINSUM_IMPLEMENTATIONS + FLASH_IMPLEMENTATIONS)}, "
+    f"got {attention!r}"
+  )
+
+
+def attention_train_bytes(
+  b: int, N: int, K: int, T: int, H: int, attention: str
+) -> dict[str, int]:
+  """One layer's attention bytes in training (self-attention, S = T).
+
+  einsum: layer = SCORE_BYTES_TRAIN per score [b, N, T, T]; saved (kept
+    for the backward pass without remat) = f32 scores + bf16 probs.
+  flash (`attention._blockwise`: query tiles looped by lax.map, key tiles
+    by lax.scan, FlashAttention-2 custom VJP), with bq = BLOCK_Q,
+    bk = BLOCK_K:
+    saved = the residuals: m, l [b, N, T] f32 + out [b, T, N, H] bf16 +
+      the padded q, k, v tile copies [b, T, N, H], 2 x [b, K, T, H] bf16;
+    layer = the residuals + 20 B per tile element [b, N, bq, bk] (f32 s,
+      p, dp, ds + bf16 p) + 4 B per [b, N, T] (D = rowsum(dO * out)) +
+      10 B per [b, N, T, H] (dO tiles bf16, dq accumulator and the per-key-
+      tile dq stack f32) + 12 B per [b, K, T, H] (dk, dv f32 stacks, bf16
+      results). Nothing of size T x T.
+  """
+  if attention_kind(attention) == "einsum":
+    scores = b * N * T * T
+    return {"saved": scores * (F32 + BF16), "layer": scores * SCORE_BYTES_TRAIN}
+  bq, bk = min(BLOCK_Q, T), min(BLOCK_K, T)
+  saved = (
+    b * N * T * 2 * F32 + b * T * N * H * 2 * BF16 + 2 * b * K * T * H * BF16
+  )
+  layer = (
+    saved
+    + b * N * bq * bk * 20
+    + b * N * T * F32
+    + b * N * T * H * 10
+    + b * K * T * H * 12
+  )
+  return {"saved": saved, "layer": layer}
+
+
+def attention_prefill_bytes(
+  r: int, N: int, K: int, P: int, S: int, H: int, attention: str
+) -> int:
+  """One layer's attention transient of a cached forward of r rows, P
+  queries, S key slots (inference: no residuals kept).
+
+  einsum: SCORE_BYTES_PREFILL per score [r, N, P, S] (f32 scores + bf16
+    probs) + the bool mask [r, P, S].
+  flash (forward of `attention._blockwise`): 10 B per tile element
+    [r, N, bq, bk] (f32 s and p, bf16 p) + the f32 accumulator
+    [r, N, bq, H] + 6 B per [r, P, N, H] (q tiles, stacked output blocks,
+    output, bf16) + 8 B per [r, N, P] (stacked m, l f32) + the padded k, v
+    tile copies 2 x [r, K, S, H] bf16.
+  """
+  if attention_kind(attention) == "einsum":
+    return r * N * P * S * SCORE_BYTES_PREFILL + r * P * S
+  bq, bk = min(BLOCK_Q, P), min(BLOCK_K, S)
+  return (
+    r * N * bq * bk * 10
+    + r * N * bq * H * F32
+    + r * P * N * H * 6
+    + r * N * P * 2 * F32
+    + 2 * r * K * S * H * BF16
+  )
+
+
 def train_activation_bytes(
-  cfg: QwenConfig, b: int, T: int, tensor: int, remat: str, chunk: int = 128
+  cfg: QwenConfig,
+  b: int,
+  T: int,
+  tensor: int,
+  remat: str,
+  chunk: int = 128,
+  attention: str = "einsum",
 ) -> dict[str, int]:
   """Activation bytes on one device for a micro-batch of b sequences of T.
 
   saved: what the layer scan keeps for the backward pass (L copies):
     full -> the bf16 carry x [b, T, D];
     dots -> carry + projection outputs q,k,v [b,T,(N+2K)H], gate/up
-            [b,T,F], attn-out and down-out [b,T,D] (dots without batch dims);
-    none -> dots + the fp32 scores and bf16 probs [b,N,T,T] + f32 norms.
+            [b,T,F], attn-out and down-out [b,T,D] (dots without batch dims)
+            [+ the flash residuals, `attention_train_bytes`];
+    none -> dots + the attention's saved bytes (einsum: fp32 scores and
+            bf16 probs [b,N,T,T]) + f32 norms.
   layer: the working set of one layer's recomputed forward + backward:
-    SCORE_BYTES_TRAIN per attention score [b,N,T,T], 12 B per MLP element
-    [b,T,F] (3 bf16 tensors and their grads), 24 B per residual element
-    [b,T,D] (f32 norm temporaries).
+    the attention's layer bytes (`attention_train_bytes`), 12 B per MLP
+    element [b,T,F] (3 bf16 tensors and their grads), 24 B per residual
+    element [b,T,D] (f32 norm temporaries).
   head: chunked log-probs, 3 f32 [b, C, V] buffers + 2 f32 [b, T, D].
   """
   D, F, H, L = (
@@ -323,15 +449,16 @@ def train_activation_bytes(
   Fl, V = _local(F, tensor), _local(cfg.vocab_size, tensor)
   carry = b * T * D * BF16
   proj = b * T * ((N + 2 * K) * H + 2 * Fl + 2 * D) * BF16
-  scores = b * N * T * T
+  att = attention_train_bytes(b, N, K, T, H, attention)
+  flash = attention_kind(attention) == "flash"
   saved = {
     "full": carry,
-    "dots": carry + proj,
-    "none": carry + proj + scores * (F32 + BF16) + 2 * b * T * D * F32,
+    "dots": carry + proj + (att["saved"] if flash else 0),
+    "none": carry + proj + att["saved"] + 2 * b * T * D * F32,
   }
   if remat not in saved:
     raise ValueError(f"remat must be one of {sorted(saved)}, got {remat!r}")
-  layer = scores * SCORE_BYTES_TRAIN + b * T * Fl * 12 + b * T * D * 24
+  layer = att["layer"] + b * T * Fl * 12 + b * T * D * 24
   head = 3 * b * min(chunk, T) * V * F32 + 2 * b * T * D * F32
   return {"saved": L * saved[remat], "layer": layer, "head": head}
 
@@ -346,7 +473,13 @@ def train_phase_bytes(
     param_count(cfg) - 2 * cfg.vocab_size * cfg.hidden_size
   ) // cfg.num_layers
   act = train_activation_bytes(
-    cfg, wl.micro_batch_per_device, T, tensor, wl.remat, wl.logprob_chunk
+    cfg,
+    wl.micro_batch_per_device,
+    T,
+    tensor,
+    wl.remat,
+    wl.logprob_chunk,
+    wl.attention,
   )
   return {
     "params_f32": p * F32,
@@ -370,12 +503,20 @@ def sample_phase_bytes(
   prompt: int,
   gen: int,
   prefill_rows: int | None = None,
+  attention: str = "einsum",
 ) -> dict[str, int]:
   """Per-device bytes while sampling (SAMPLE_RULES: weights TP-only).
 
-  prefill transient: one layer of full-batch prefill, SCORE_BYTES_PREFILL
-  per score [rows, N, P, S] (f32 scores + bf16 probs) + 6 B per MLP
-  element [rows, P, F] + last-position f32 logits [rows, V].
+  r = ceil(rows / (data * fsdp)) rows per device; a prefill piece holds
+  rp = min(r, prefill_rows) of them (None: the whole batch, rp = r; the
+  sampler's `prefill_rows` semantics: rows per batch shard per piece).
+  prefill transient, one layer of one piece: the attention transient
+  (`attention_prefill_bytes`, [rp, N, P, S] scores for einsum, tiles for
+  flash) + 6 B per MLP element [rp, P, F] + last-position f32 logits
+  [rp, V]; flash adds the hidden states 12 B per [rp, P, D] (bf16 x, f32
+  residual and norm), negligible next to einsum scores and left out there.
+  prefill pieces (rp < r): the piece's slice of every layer's cache,
+  2 x L x [rp, K, S, H] bf16 (taken, then written back).
   """
   slots = prompt + gen
   dp = mesh.shape["data"] * mesh.shape["fsdp"]
@@ -383,14 +524,19 @@ def sample_phase_bytes(
   r = -(-rows // dp)
   rp = r if prefill_rows is None else min(r, prefill_rows)
   N, Fl = _local(cfg.num_heads, tensor), _local(cfg.intermediate_size, tensor)
+  K, H = _local(cfg.num_kv_heads, tensor), cfg.head_dim
   prefill = (
-    rp * N * prompt * slots * SCORE_BYTES_PREFILL
+    attention_prefill_bytes(rp, N, K, prompt, slots, H, attention)
     + rp * prompt * Fl * 6
     + rp * cfg.vocab_size * F32
-    + rp * prompt * slots
   )
-  return {
+  if attention_kind(attention) == "flash":
+    prefill += rp * prompt * cfg.hidden_size * 12
+  out = {
     "weights_bf16": per_device_param_bytes(cfg, mesh, shd.SAMPLE_RULES, BF16),
     "kv_cache_bf16": kv_cache_bytes_per_device(cfg, dp * r, slots, mesh),
     "prefill_transient": prefill,
   }
+  if rp < r:
+    out["prefill_piece_cache"] = 2 * cfg.num_layers * rp * K * slots * H * BF16
+  return out

@@ -14,14 +14,29 @@ measured/compiled bytes (per device):
     bytes of each device's shards (only with --materialize, CPU sized);
   * train: `jit(train_step).lower(abstract args).compile().memory_analysis()`
     of one AdamW step (fp32 params, bf16 compute, remat) on one micro-batch;
-  * prefill: the same for one full-batch prefill into a bf16 KV cache with a
-    bf16 tensor-parallel weight copy (SAMPLE_RULES).
+  * prefill: the same for one prefill into a bf16 KV cache with a bf16
+    tensor-parallel weight copy (SAMPLE_RULES): the whole batch at once
+    (`sampler._prefill`) or, with --prefill-rows R, the sampler's piecewise
+    prefill (`rla_jax.sampling.prefill.prefill`, R rows per batch shard per
+    piece in a fori_loop).
+
+--attention picks the `rla_jax.models.attention` implementation of both
+programs (default einsum, what the recorded H200 lines used); --layers
+overrides the preset's layer count (a cheap compile at long sequences).
+The before/after check of docs/MEMORY_PLAN.md (run by `memory_plan.py
+--compiled`, see `memory_plan.BEFORE_AFTER_ARGS`):
+
+  python launch/memory_plan_compiled.py --devices 8 --layers 2 --seq 4096 \
+    --rows 64 --prompt 2048 --gen 4096 --attention einsum
+  python launch/memory_plan_compiled.py --devices 8 --layers 2 --seq 4096 \
+    --rows 64 --prompt 2048 --gen 4096 --attention blockwise --prefill-rows 4
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -45,6 +60,20 @@ def _args():
   ap.add_argument("--rows", type=int, default=16, help="prefill rows")
   ap.add_argument("--prompt", type=int, default=128)
   ap.add_argument("--gen", type=int, default=128)
+  ap.add_argument(
+    "--attention",
+    default="einsum",
+    help="rla_jax.models.attention implementation (train and prefill)",
+  )
+  ap.add_argument(
+    "--prefill-rows",
+    type=int,
+    default=0,
+    help="rows per batch shard per prefill piece; 0 = the whole batch",
+  )
+  ap.add_argument(
+    "--layers", type=int, default=0, help="override num_layers (0: preset)"
+  )
   ap.add_argument(
     "--materialize",
     action="store_true",
@@ -80,6 +109,7 @@ from rla_jax.models.kv_cache import (
 )
 from rla_jax.models.logprobs import sequence_logprobs
 from rla_jax.models.qwen import Qwen
+from rla_jax.sampling import prefill as pieces
 from rla_jax.sampling import sampler
 
 SMALL = mm.SMALL
@@ -94,6 +124,7 @@ def abstract_state(cfg, mesh, rules, param_dtype, dtype):
       dtype=dtype,
       param_dtype=param_dtype,
       remat=ARGS.remat,
+      attention=ARGS.attention,
     )
   )
   graphdef, state = nnx.split(model)
@@ -163,7 +194,7 @@ def compiled_train(cfg, mesh) -> dict:
   )
   got = stats(step.lower(params, opt, tokens, mask).compile())
   fake = mm.fake_mesh(*(mesh.shape[a] for a in shd.MESH_AXES))
-  wl = mm.Workload(remat=ARGS.remat)
+  wl = mm.Workload(remat=ARGS.remat, attention=ARGS.attention)
   est = mm.train_phase_bytes(cfg, fake, ARGS.seq, wl)
   est["grads_f32_micro"] = est.pop("grads_f32_accum+micro") // 2
   return {
@@ -178,9 +209,36 @@ def compiled_train(cfg, mesh) -> dict:
   }
 
 
+def _lower_prefill(cfg, mesh, params, cache, tokens):
+  """The sampler's prefill lowered on abstract inputs: `sampler._prefill`
+  (whole batch) or, with --prefill-rows, `prefill.prefill` with the
+  PiecePlan the Sampler builds (rows per batch shard, the SAMPLE_RULES
+  batch axes)."""
+  dt, att = jnp.dtype(jnp.bfloat16), ARGS.attention
+  if ARGS.prefill_rows > 0:
+    axes = dict(shd.SAMPLE_RULES)["batch"]
+    axes = (axes,) if isinstance(axes, str) else tuple(axes)
+    plan = pieces.PiecePlan(
+      rows=ARGS.prefill_rows,
+      shards=math.prod(mesh.shape[a] for a in axes),
+      mesh=mesh,
+      batch_axes=axes,
+    )
+    low = pieces.prefill.lower(
+      cfg, dt, plan, params, cache, tokens, tokens, attention=att
+    )
+  else:
+    low = sampler._prefill.lower(
+      cfg, dt, params, cache, tokens, tokens, attention=att
+    )
+  return low
+
+
 def compiled_prefill(cfg, mesh) -> dict:
   """The sampler's own prefill program (`sampler._prefill`: layer-unrolled
-  bf16 weight copy, per-layer bf16 cache), compiled on abstract inputs."""
+  bf16 weight copy, per-layer bf16 cache; with --prefill-rows the
+  piecewise `prefill.prefill` with the PiecePlan the Sampler builds),
+  compiled on abstract inputs."""
   graphdef, state = abstract_state(
     cfg, mesh, shd.SAMPLE_RULES, jnp.bfloat16, jnp.bfloat16
   )
@@ -222,13 +280,17 @@ def compiled_prefill(cfg, mesh) -> dict:
   tokens = jax.ShapeDtypeStruct(
     (rows, ARGS.prompt), jnp.int32, sharding=batch_sh
   )
-  got = stats(
-    sampler._prefill.lower(
-      cfg, jnp.dtype(jnp.bfloat16), params, cache, tokens, tokens
-    ).compile()
-  )
+  got = stats(_lower_prefill(cfg, mesh, params, cache, tokens).compile())
   fake = mm.fake_mesh(*(mesh.shape[a] for a in shd.MESH_AXES))
-  est = mm.sample_phase_bytes(cfg, fake, rows, ARGS.prompt, ARGS.gen)
+  est = mm.sample_phase_bytes(
+    cfg,
+    fake,
+    rows,
+    ARGS.prompt,
+    ARGS.gen,
+    ARGS.prefill_rows or None,
+    ARGS.attention,
+  )
   return {"compiled": got, "analytical": est}
 
 
@@ -250,6 +312,8 @@ def real_param_shards(cfg, mesh) -> dict:
 
 def main():
   cfg = SMALL if ARGS.preset == "small" else mm.PRESETS[ARGS.preset]
+  if ARGS.layers:
+    cfg = cfg.replace(num_layers=ARGS.layers)
   sizes = [int(x) for x in ARGS.mesh.split(",")]
   mesh = shd.make_mesh(*sizes)
   result = {
@@ -262,6 +326,9 @@ def main():
     "rows": ARGS.rows,
     "prompt": ARGS.prompt,
     "gen": ARGS.gen,
+    "attention": ARGS.attention,
+    "prefill_rows": ARGS.prefill_rows,
+    "layers": cfg.num_layers,
   }
   if ARGS.materialize:
     result["params"] = real_param_shards(cfg, mesh)

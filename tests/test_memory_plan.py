@@ -1,5 +1,6 @@
 """Memory plan: parameter counts, shard arithmetic vs real shards, scripts."""
 
+import dataclasses
 import glob
 import json
 import os
@@ -110,6 +111,93 @@ def test_analytical_shards_equal_real_shards_on_8_cpu_devices():
   assert 0 <= pf["compiled"]["argument"] - weights_kv <= 64 * 1024
 
 
+def test_flash_attention_term_is_far_below_einsum_for_long_sequences():
+  N, K, H = 28, 4, 128
+  for T in (4096, 6144):  # the paper's train lengths
+    e = mm.attention_train_bytes(1, N, K, T, H, "einsum")
+    f = mm.attention_train_bytes(1, N, K, T, H, "blockwise")
+    assert f["layer"] * 8 < e["layer"] and f["saved"] * 8 < e["saved"]
+    pe = mm.attention_prefill_bytes(4, N, K, 2048, T, H, "einsum")
+    pf = mm.attention_prefill_bytes(4, N, K, 2048, T, H, "blockwise")
+    assert pf * 8 < pe
+  # tile-bounded: linear in S (einsum: also linear, but x P); doubling T in
+  # training quadruples the einsum scores and only doubles the flash term
+  f1 = mm.attention_train_bytes(1, N, K, 2048, H, "blockwise")["layer"]
+  f2 = mm.attention_train_bytes(1, N, K, 4096, H, "blockwise")["layer"]
+  assert f2 < 2.1 * f1
+  for name in ("auto", "pallas_tpu", "cudnn"):
+    assert mm.attention_kind(name) == "flash"
+  assert mm.attention_kind("xla") == "einsum"
+  with pytest.raises(ValueError, match="attention must be one of"):
+    mm.attention_kind("flash3")
+  full = mm.train_activation_bytes(QWEN25_7B, 1, 4096, 1, "full")
+  flash = mm.train_activation_bytes(
+    QWEN25_7B, 1, 4096, 1, "full", attention="blockwise"
+  )
+  assert flash["saved"] == full["saved"] and flash["layer"] < full["layer"]
+
+
+def test_prefill_term_shrinks_with_prefill_rows():
+  mesh = mm.fake_mesh(1, 8, 1)  # 384 RM rows: 48 per device
+  for att in ("einsum", "blockwise"):
+    got = [
+      mm.sample_phase_bytes(QWEN25_7B, mesh, 384, 2048, 4096, r, att)
+      for r in (None, 16, 4, 1)
+    ]
+    transient = [g["prefill_transient"] for g in got]
+    assert transient == sorted(transient, reverse=True)
+    assert transient[0] > 10 * transient[2]  # 48 rows vs 4
+    assert "prefill_piece_cache" not in got[0]  # whole batch: no slice
+    assert got[2]["prefill_piece_cache"] * 4 == got[1]["prefill_piece_cache"]
+    assert len({g["kv_cache_bf16"] for g in got}) == 1  # the cache stays
+  # rows >= rows per device: the whole batch, as with None
+  assert mm.sample_phase_bytes(
+    QWEN25_7B, mesh, 384, 2048, 4096, 48
+  ) == mm.sample_phase_bytes(QWEN25_7B, mesh, 384, 2048, 4096, None)
+
+
+def test_smallest_slice_with_the_new_attention_is_no_larger():
+  from launch import memory_plan as mp
+
+  assert mm.PAPER.attention == "blockwise"
+  assert mm.PAPER.prefill_rows_per_device == 4
+  assert mm.BEFORE.attention == "einsum"
+  shrunk = 0
+  coding = mm.PRESETS["qwen2.5-7b-instruct"], mm.CODING
+  before_coding = dataclasses.replace(
+    mm.CODING, attention="einsum", prefill_rows_per_device=None
+  )
+  runs = [(c, mm.PAPER, mm.BEFORE) for c in mm.PRESETS.values()]
+  runs.append((coding[0], coding[1], before_coding))
+  for cfg, wl, wl_before in runs:
+    for acc in mm.ACCELERATORS:
+      new = mp.smallest_fitting(cfg, cfg, acc, wl)
+      old = mp.smallest_fitting(cfg, cfg, acc, wl_before)
+      assert new is not None
+      assert old is None or new.chips <= old.chips, (acc.name, new, old)
+      shrunk += old is None or new.chips < old.chips
+  assert shrunk >= 12  # the prefill scores no longer decide the size
+  assert mm.CODING.policy_rows == 2048 and mm.CODING.rm_rows == 1024
+
+
+def test_row_pieces_cost_no_prefill_flops_on_the_same_slice():
+  from launch import memory_plan as mp
+
+  h100 = [a for a in mm.ACCELERATORS if a.name.startswith("H100")][0]
+  whole = dataclasses.replace(mm.PAPER, prefill_rows_per_device=None)
+  plan = mp.best_plan(QWEN25_7B, QWEN25_7B, h100, 16, whole)
+  assert mp.prefill_pieces(384, 16, plan.sample_tensor, mm.PAPER) > 1
+  t_whole = mp.step_time(QWEN25_7B, QWEN25_7B, plan, whole)
+  t_pieces = mp.step_time(QWEN25_7B, QWEN25_7B, plan, mm.PAPER)
+  for k in ("policy_prefill", "rm_prefill"):  # compute-bound either way
+    assert t_pieces[k] == pytest.approx(t_whole[k])
+  einsum = dataclasses.replace(mm.PAPER, attention="einsum")
+  t_einsum = mp.step_time(QWEN25_7B, QWEN25_7B, plan, einsum)
+  assert (
+    t_einsum["rm_train"] < t_pieces["rm_train"] < 1.1 * t_einsum["rm_train"]
+  )
+
+
 def test_plan_finds_a_slice_and_times_are_positive():
   wl = mm.Workload()
   from launch import memory_plan as mp
@@ -130,3 +218,27 @@ def test_launch_scripts_are_valid_bash():
   for s in scripts:
     proc = subprocess.run(["bash", "-n", s], capture_output=True, text=True)
     assert proc.returncode == 0, (s, proc.stderr)
+
+
+@pytest.mark.slow
+def test_compiled_temporaries_fall_by_the_predicted_factor():
+  """The plan's before/after check (`memory_plan.BEFORE_AFTER_ARGS`, 8
+  forced CPU devices, compile only) at shorter lengths: einsum whole-batch
+  vs blockwise 4-row pieces; XLA's temporaries fall by the analytical
+  factor within 2x (train) and 1.6x (prefill)."""
+  from launch import memory_plan as mp
+
+  args = (
+    "--devices 8 --mesh 1,4,2 --layers 1 --seq 2048 --rows 32 --prompt 1024"
+    " --gen 1024"
+  ).split()
+  results = {
+    "before": mp._run_script(args + ["--attention", "einsum"]),
+    "after": mp._run_script(
+      args + ["--attention", "blockwise", "--prefill-rows", "4"]
+    ),
+  }
+  for q, f in mp.before_after_factors(results).items():
+    assert f["predicted"] > 2 and f["measured"] > 2, (q, f)
+    tol = 2.0 if q.startswith("train") else 1.6
+    assert 1 / tol < f["measured"] / f["predicted"] < tol, (q, f)
