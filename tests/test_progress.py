@@ -56,3 +56,25 @@ def test_time_left_is_the_mean_step_times_steps_to_go_plus_an_evaluation():
   p.begin_eval(3)
   p.phase("eval y", 1, 2)
   assert lines[-1].startswith("[evaluation after step 4] eval y 1/2")
+
+
+def test_final_evaluation_counts_down_and_is_unknown_after_a_resume():
+  clock = _Clock()
+  p = RunProgress(1, lambda _: None, clock=clock)
+  p.begin_eval(-1)
+  p.end_eval(-1, 60.0)
+  p.begin_step(0)
+  p.end_step(0, 100.0)
+  assert p.time_left() == 60.0
+  p.begin_eval(0)
+  clock.t += 45
+  assert p.time_left() == 15.0  # 60 s of evaluation, 45 s of it done
+  clock.t += 100
+  assert p.time_left() == 0.0
+  # A resumed run: no start evaluation, so its final one has no estimate.
+  resumed = RunProgress(3, lambda _: None, clock=clock)
+  resumed.begin_step(2)
+  resumed.end_step(2, 100.0)
+  assert resumed.time_left() == 0.0
+  resumed.begin_eval(2)
+  assert resumed.time_left() is None

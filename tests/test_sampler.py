@@ -164,14 +164,14 @@ def test_no_recompilation_once_buckets_are_warm(model):
 
 def test_bad_requests_fail_before_compiling(model, prompts):
   sampler = _sampler(model, max_prompt_len=32)
+  named = _sampler(
+    model, max_prompt_len=32, limit_key="config.rollout.max_prompt_len"
+  )
   with CompileCounter() as counter:
     with pytest.raises(
       ValueError, match="prompt 1 has 40 tokens, more than max_prompt_len=32"
     ):
       sampler.generate([[3], [4] * 40])
-    named = _sampler(
-      model, max_prompt_len=32, limit_key="config.rollout.max_prompt_len"
-    )
     with pytest.raises(
       ValueError, match=r"max_prompt_len=32 \(set by config.rollout"
     ):

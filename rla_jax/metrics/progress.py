@@ -30,7 +30,10 @@ class RunProgress:
 
   Time left = (mean wall time of the finished RL steps) x (steps to go)
   + (the start evaluation's time, if there was one, once more for the
-  final evaluation); unknown ("?") before the first RL step ends.
+  final evaluation, less what the final evaluation has already run);
+  unknown ("?") before the first RL step ends, and during a final
+  evaluation whose length is unknown (a resumed run had no start
+  evaluation).
   """
 
   total_steps: int
@@ -44,6 +47,7 @@ class RunProgress:
     self._where = "start evaluation"
     self._step_seconds: list[float] = []
     self._eval_seconds: float | None = None
+    self._eval_began: float | None = None  # clock() of a running evaluation
     self._steps_done = 0
 
   def begin_step(self, step: int) -> None:
@@ -60,8 +64,10 @@ class RunProgress:
     self._where = (
       "start evaluation" if step < 0 else f"evaluation after step {step + 1}"
     )
+    self._eval_began = self.clock()
 
   def end_eval(self, step: int, seconds: float) -> None:
+    self._eval_began = None
     if step < 0:
       self._eval_seconds = seconds
 
@@ -70,10 +76,14 @@ class RunProgress:
     if not self._step_seconds:
       return None
     mean = sum(self._step_seconds) / len(self._step_seconds)
-    left = mean * (self.total_steps - self._steps_done)
-    if self._eval_seconds is not None:  # the final evaluation
-      left += self._eval_seconds
-    return left
+    to_go = self.total_steps - self._steps_done
+    final_eval_running = to_go == 0 and self._eval_began is not None
+    if self._eval_seconds is None:
+      return None if final_eval_running else mean * to_go
+    eval_left = self._eval_seconds
+    if final_eval_running:
+      eval_left = max(0.0, eval_left - (self.clock() - self._eval_began))
+    return mean * to_go + eval_left
 
   def line(self, phase: str, done: int, total: int, detail: str = "") -> str:
     """The progress line (not throttled)."""
