@@ -343,7 +343,13 @@ class JaxRunner:
     jax.block_until_ready(cache)
     t0 = time.perf_counter()
     cache, logits = sm._prefill(
-      s.cfg, s.dtype, s.params, cache, jnp.asarray(ids), jnp.asarray(mask)
+      s.cfg,
+      s.dtype,
+      s.params,
+      cache,
+      jnp.asarray(ids),
+      jnp.asarray(mask),
+      attention=s.attention,
     )
     jax.block_until_ready(logits)
     t1 = time.perf_counter()
@@ -366,6 +372,7 @@ class JaxRunner:
       jnp.int32(self.N),
       jnp.asarray(s.stop_token_ids),
       jnp.int32(0),
+      attention=s.attention,
     )
     jax.block_until_ready(out)
     return t1 - t0, time.perf_counter() - t1
