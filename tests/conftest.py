@@ -17,6 +17,20 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import pytest
 
+from rla_jax.models import QwenConfig
+
+# The tiny random Qwen3 config the sampler and attention tests share.
+TINY_QWEN3 = QwenConfig(
+  "qwen3",
+  vocab_size=211,
+  hidden_size=64,
+  intermediate_size=128,
+  num_layers=2,
+  num_heads=4,
+  num_kv_heads=2,
+  head_dim=16,
+)
+
 
 def build_hf_checkpoint(
   path: str,

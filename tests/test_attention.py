@@ -9,10 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import TINY_QWEN3
 from flax import nnx
 
 from rla_jax.errors import ConfigError
-from rla_jax.models import Qwen, QwenConfig, init_cache, unrolled
+from rla_jax.models import Qwen, init_cache, unrolled
 from rla_jax.models import attention as attn
 from rla_jax.sampling.sampler import Sampler
 
@@ -253,16 +254,7 @@ def test_attention_key_leaves_the_shipped_warm_start_loadable():
 
 
 # ------------------------------------------------------------ model level
-CFG = QwenConfig(
-  "qwen3",
-  vocab_size=211,
-  hidden_size=64,
-  intermediate_size=128,
-  num_layers=2,
-  num_heads=4,
-  num_kv_heads=2,
-  head_dim=16,
-)
+CFG = TINY_QWEN3
 
 
 def _model(impl):

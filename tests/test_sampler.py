@@ -4,23 +4,15 @@ bounded compilation and input validation."""
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import TINY_QWEN3
 from flax import nnx
 
 from rla_jax.compile_counter import CompileCounter
-from rla_jax.models import Qwen, QwenConfig
+from rla_jax.models import Qwen
 from rla_jax.models.logprobs import sequence_logprobs
 from rla_jax.sampling.sampler import Sampler
 
-CFG = QwenConfig(
-  "qwen3",
-  vocab_size=211,
-  hidden_size=64,
-  intermediate_size=128,
-  num_layers=2,
-  num_heads=4,
-  num_kv_heads=2,
-  head_dim=16,
-)
+CFG = TINY_QWEN3
 
 
 @pytest.fixture(scope="module")
