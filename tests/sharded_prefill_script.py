@@ -21,8 +21,7 @@ from flax import nnx
 from rla_jax import sharding as shd
 from rla_jax.compile_counter import CompileCounter
 from rla_jax.models import Qwen, QwenConfig
-from rla_jax.sampling import prefill as pieces
-from rla_jax.sampling.sampler import Sampler, _prefill
+from rla_jax.sampling.sampler import Sampler
 
 CFG = QwenConfig(
   "qwen3",
@@ -50,12 +49,7 @@ def _collectives(sampler, B, T):
   """Counts of cross-device ops in the compiled prefill program."""
   cache = sampler.new_cache(B, T + 6)
   ids = sampler._place(np.zeros((B, T), np.int32), ("batch", "length"))
-  args = (sampler.cfg, sampler.dtype)
-  if sampler.prefill_plan.whole:
-    low = _prefill.lower(*args, sampler.params, cache, ids, ids)
-  else:
-    plan = sampler.prefill_plan
-    low = pieces.prefill.lower(*args, plan, sampler.params, cache, ids, ids)
+  low = sampler.lower_prefill(cache, ids, ids)
   text = low.compile().as_text()
   ops = ("all-gather", "all-to-all", "collective-permute", "all-reduce")
   return {op: len(re.findall(rf"= \S+ {op}(-start)?\(", text)) for op in ops}

@@ -10,23 +10,14 @@ import sys
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import TINY_QWEN3
 from flax import nnx
 
 from rla_jax.compile_counter import CompileCounter
-from rla_jax.models import Qwen, QwenConfig
-from rla_jax.sampling import prefill as pieces
-from rla_jax.sampling.sampler import Sampler, _prefill
+from rla_jax.models import Qwen
+from rla_jax.sampling.sampler import Sampler
 
-CFG = QwenConfig(
-  "qwen3",
-  vocab_size=211,
-  hidden_size=64,
-  intermediate_size=128,
-  num_layers=2,
-  num_heads=4,
-  num_kv_heads=2,
-  head_dim=16,
-)
+CFG = TINY_QWEN3
 # Row blocks that divide the 8-row bucket or not (3, 5: the last block
 # overlaps), time slices that divide the 32/64-column buckets or not.
 PIECES = [
@@ -99,12 +90,7 @@ def _temp_bytes(model, B, T, **kw):
   sampler = Sampler(model, max_prompt_len=T, max_new_tokens=16, **kw)
   cache = sampler.new_cache(B, T + 16)
   ids = jnp.ones((B, T), jnp.int32)
-  args = (sampler.cfg, sampler.dtype)
-  if sampler.prefill_plan.whole:
-    low = _prefill.lower(*args, sampler.params, cache, ids, ids)
-  else:
-    plan = sampler.prefill_plan
-    low = pieces.prefill.lower(*args, plan, sampler.params, cache, ids, ids)
+  low = sampler.lower_prefill(cache, ids, ids)
   return low.compile().memory_analysis().temp_size_in_bytes
 
 

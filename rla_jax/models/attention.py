@@ -51,7 +51,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from rla_jax.models.ops import MASK_VALUE
+from rla_jax.models.ops import MASK_VALUE, grouped_attention
 
 _HALF = (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
 IMPLEMENTATIONS = ("auto", "einsum", "blockwise", "cudnn", "xla", "pallas_tpu")
@@ -126,24 +126,11 @@ def _mask(q_slot, kv_valid, k_slot):
 
 
 def _einsum(q, k, v, q_slot, kv_valid):
-  """The full [B, K, G*T, S] float32 scores; G*T folded into one row axis
-  so both products are batched GEMMs over (B, K) (`ops.grouped_attention`).
-  """
-  B, T, N, H = q.shape
-  K, S = k.shape[1], k.shape[2]
-  G = N // K
-  q = q.reshape(B, T, K, G, H).transpose(0, 2, 3, 1, 4).reshape(B, K, G * T, H)
-  scores = jnp.einsum(
-    "bkqh,bksh->bkqs", q, k, preferred_element_type=jnp.float32
-  )
+  """The full [B, K, G*T, S] float32 scores: `ops.grouped_attention` with
+  the [B, T, S] mask built from the structure."""
+  S = k.shape[2]
   mask = _mask(q_slot, kv_valid, jnp.arange(S, dtype=jnp.int32))
-  rows_mask = jnp.tile(mask, (1, G, 1))[:, None]  # [B, 1, G*T, S]
-  scores = jnp.where(rows_mask, scores * (H**-0.5), MASK_VALUE)
-  probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
-  out = jnp.einsum(
-    "bkqs,bksh->bkqh", probs, v, preferred_element_type=jnp.float32
-  ).astype(v.dtype)
-  return out.reshape(B, K, G, T, H).transpose(0, 3, 1, 2, 4).reshape(B, T, N, H)
+  return grouped_attention(q, k, v, mask)
 
 
 def _dot_product_attention(q, k, v, q_slot, kv_valid, impl):

@@ -356,6 +356,20 @@ class Sampler:
       batch_axes=axes or None,
     )
 
+  def _prefill_program(self):
+    """(jitted prefill, its leading arguments) as `_run` calls it: the
+    whole-batch forward, or the pieces of `prefill_plan`."""
+    if self.prefill_plan.whole:
+      return _prefill, (self.cfg, self.dtype, self.params)
+    plan = self.prefill_plan
+    return pieces.prefill, (self.cfg, self.dtype, plan, self.params)
+
+  def lower_prefill(self, cache: KVCache, tokens, mask) -> jax.stages.Lowered:
+    """The prefill program `_run` runs, lowered for these inputs (for
+    checks of its compiled memory and collectives)."""
+    prefill, lead = self._prefill_program()
+    return prefill.lower(*lead, cache, tokens, mask, attention=self.attention)
+
   def _sharding(self, axes, shape) -> NamedSharding:
     return NamedSharding(
       self.mesh, shd.logical_to_spec(axes, shape, self.mesh, self.rules)
@@ -457,27 +471,8 @@ class Sampler:
       )
     ids = self._place(ids, ("batch", "length"))
     mask = self._place(mask, ("batch", "length"))
-    if self.prefill_plan.whole:
-      cache, logits = _prefill(
-        self.cfg,
-        self.dtype,
-        self.params,
-        cache,
-        ids,
-        mask,
-        attention=self.attention,
-      )
-    else:
-      cache, logits = pieces.prefill(
-        self.cfg,
-        self.dtype,
-        self.prefill_plan,
-        self.params,
-        cache,
-        ids,
-        mask,
-        attention=self.attention,
-      )
+    prefill, lead = self._prefill_program()
+    cache, logits = prefill(*lead, cache, ids, mask, attention=self.attention)
     if m > 1:
       cache, logits = _repeat_rows(cache, logits, m)
       active, n = np.repeat(active, m), n * m
