@@ -37,10 +37,21 @@ TRAIN_RULES: Rules = (
   ("norm", None),
   ("cache_slots", None),
   ("length", None),
+  # Qwen3-VL's vision tower (`rla_jax.models.qwen3_vl.vision`).
+  ("vision_embed", "fsdp"),
+  ("vision_heads", "tensor"),
+  ("vision_mlp", "tensor"),
+  ("vision_merge", "fsdp"),
+  ("vision_patch", None),
+  ("vision_positions", None),
+  ("qkv", None),
+  ("deepstack", None),
 )
 
+# Weights gathered over fsdp for sampling (tensor-parallel only).
+_FSDP_ONLY_AXES = ("embed", "vision_embed", "vision_merge")
 SAMPLE_RULES: Rules = tuple(
-  (name, None) if name == "embed" else (name, axes)
+  (name, None) if name in _FSDP_ONLY_AXES else (name, axes)
   for name, axes in TRAIN_RULES
 )
 

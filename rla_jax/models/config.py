@@ -111,6 +111,10 @@ class QwenConfig:
   attention_bias: bool = False
   mlp_bias: bool = False  # gate/up/down biases (llama)
   rope_scaling: Llama3RopeScaling | None = None  # None: plain RoPE
+  # Qwen3-VL's text model: (temporal, height, width) rotary pairs of the
+  # interleaved M-RoPE (`ops.mrope_pair_axis`); positions may then be
+  # [B, T, 3]. None: positions are [B, T] only.
+  mrope_section: tuple[int, int, int] | None = None
 
   def __post_init__(self):
     if self.model_type not in SUPPORTED_MODEL_TYPES:
@@ -133,6 +137,14 @@ class QwenConfig:
     ):
       if int(getattr(self, name)) <= 0:
         raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+    if self.mrope_section is not None and (
+      len(self.mrope_section) != 3
+      or sum(self.mrope_section) != self.head_dim // 2
+    ):
+      raise ConfigError(
+        f"mrope_section {self.mrope_section} must be 3 numbers summing to "
+        f"head_dim / 2 = {self.head_dim // 2}"
+      )
     if self.num_heads % self.num_kv_heads:
       raise ConfigError(
         f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads "

@@ -37,9 +37,9 @@ class CheckpointError(ValueError):
 
 # rla_jax stacked param -> (HF per-layer key template, HF shape or None when
 # it equals our per-layer shape).
-def _hf_layout(cfg: QwenConfig):
+def _hf_layout(cfg: QwenConfig, prefix: str = "model."):
   D, N, K, H = cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
-  pre = "model.layers.{i}."
+  pre = prefix + "layers.{i}."
   table = {
     "input_norm": (pre + "input_layernorm.weight", None),
     "post_attn_norm": (pre + "post_attention_layernorm.weight", None),
@@ -144,6 +144,94 @@ def _check_shape(reader, key, expected, path_hint):
     )
 
 
+def check_text_tensors(
+  reader: _TensorReader, cfg: QwenConfig, prefix: str = "model."
+) -> None:
+  """Checks every text-decoder tensor's presence and shape (headers only)
+  under the key prefix ("model." for causal LMs, "model.language_model."
+  for Qwen3-VL)."""
+  layout = _hf_layout(cfg, prefix)
+  where = reader.model_dir
+  for name, shape in layer_param_shapes(cfg).items():
+    key_t, hf_shape = layout[name]
+    for i in range(cfg.num_layers):
+      _check_shape(reader, key_t.format(i=i), hf_shape or shape[1:], where)
+  V, D = cfg.vocab_size, cfg.hidden_size
+  _check_shape(reader, prefix + "embed_tokens.weight", (V, D), where)
+  _check_shape(reader, prefix + "norm.weight", (D,), where)
+  if not cfg.tie_word_embeddings:
+    _check_shape(reader, "lm_head.weight", (V, D), where)
+
+
+def text_host_loader(
+  names: list[str],
+  cfg: QwenConfig,
+  reader: _TensorReader,
+  prefix: str = "model.",
+) -> Callable:
+  """index -> host array of the text parameter at path `names` (e.g.
+  ["layers", "wq"]), read from the HF tensors under `prefix`."""
+  layout = _hf_layout(cfg, prefix)
+  stacked = layer_param_shapes(cfg)
+
+  def plain(key, transpose=False):
+    def host(index):
+      x = reader.get(key)
+      return (x.T if transpose else x)[tuple(index)]
+
+    return host
+
+  if names[0] == "layers":
+    name = names[1]
+    key_t, _ = layout[name]
+    per_layer = stacked[name][1:]
+
+    def host(index):
+      ids = range(cfg.num_layers)[index[0]]
+      parts = [
+        _from_hf(name, reader.get(key_t.format(i=i)), per_layer) for i in ids
+      ]
+      return np.stack(parts)[(slice(None),) + tuple(index[1:])]
+
+    return host
+  if names[0] == "embed":
+    return plain(prefix + "embed_tokens.weight")
+  if names[0] == "final_norm":
+    return plain(prefix + "norm.weight")
+  if names[0] == "lm_head":
+    return plain("lm_head.weight", transpose=True)
+  raise CheckpointError(f"no HF mapping for parameter {'/'.join(names)}")
+
+
+def materialise(
+  abstract: nnx.Module,
+  host_loader: Callable[[list[str]], Callable],
+  param_dtype,
+  sharding_fn: Callable | None = None,
+) -> nnx.Module:
+  """The module `abstract` (from nnx.eval_shape) with every parameter read
+  by host_loader(path names)(index) straight into its target sharding
+  (sharding_fn(logical axes, shape); default the first local device)."""
+  graphdef, state = nnx.split(abstract)
+  default_sharding = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+  target_dtype = np.dtype(param_dtype)
+
+  def fill(path, var):
+    host_fn = host_loader([str(p) for p in path])
+    shape = var.get_value().shape
+    sharding = (
+      sharding_fn(var.logical_axes, shape) if sharding_fn else default_sharding
+    )
+    value = jax.make_array_from_callback(
+      shape,
+      sharding,
+      lambda index: np.asarray(host_fn(index)).astype(target_dtype),
+    )
+    return var.replace(value)
+
+  return nnx.merge(graphdef, nnx.map_state(fill, state))
+
+
 def load_qwen(
   model_dir: str,
   *,
@@ -164,20 +252,7 @@ def load_qwen(
   """
   cfg = QwenConfig.from_json_file(os.path.join(model_dir, "config.json"))
   reader = _TensorReader(model_dir)
-  layout = _hf_layout(cfg)
-  stacked = layer_param_shapes(cfg)
-
-  # Validate every tensor's presence and shape first (cheap: headers only).
-  for name, shape in stacked.items():
-    key_t, hf_shape = layout[name]
-    for i in range(cfg.num_layers):
-      _check_shape(reader, key_t.format(i=i), hf_shape or shape[1:], model_dir)
-  V, D = cfg.vocab_size, cfg.hidden_size
-  _check_shape(reader, "model.embed_tokens.weight", (V, D), model_dir)
-  _check_shape(reader, "model.norm.weight", (D,), model_dir)
-  if not cfg.tie_word_embeddings:
-    _check_shape(reader, "lm_head.weight", (V, D), model_dir)
-
+  check_text_tensors(reader, cfg)
   abstract = nnx.eval_shape(
     lambda: Qwen(
       cfg,
@@ -188,60 +263,35 @@ def load_qwen(
       attention=attention,
     )
   )
-  graphdef, state = nnx.split(abstract)
-  default_sharding = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+  return materialise(
+    abstract,
+    lambda names: text_host_loader(names, cfg, reader),
+    param_dtype,
+    sharding_fn,
+  )
 
-  target_dtype = np.dtype(param_dtype)
 
-  def make(var, host_fn):
-    shape = var.get_value().shape
-    sharding = (
-      sharding_fn(var.logical_axes, shape) if sharding_fn else default_sharding
-    )
-    return jax.make_array_from_callback(
-      shape,
-      sharding,
-      lambda index: np.asarray(host_fn(index)).astype(target_dtype),
-    )
+def text_tensors(model: Qwen, prefix: str = "model.") -> dict[str, np.ndarray]:
+  """The text decoder's HF tensors (float32 numpy, torch layout) under
+  `prefix`, pulled to the host one parameter at a time."""
+  cfg = model.cfg
+  layout = _hf_layout(cfg, prefix)
 
-  def stacked_loader(name):
+  def host(a):
+    return np.asarray(jax.device_get(a), dtype=np.float32)
+
+  tensors = {
+    prefix + "embed_tokens.weight": host(model.embed[...]),
+    prefix + "norm.weight": host(model.final_norm[...]),
+  }
+  if not cfg.tie_word_embeddings:
+    tensors["lm_head.weight"] = np.ascontiguousarray(host(model.lm_head[...]).T)
+  for name, var in model.layers.items():
     key_t, _ = layout[name]
-    per_layer = stacked[name][1:]
-
-    def host(index):
-      layer_slice = index[0]
-      ids = range(cfg.num_layers)[layer_slice]
-      parts = [
-        _from_hf(name, reader.get(key_t.format(i=i)), per_layer) for i in ids
-      ]
-      return np.stack(parts)[(slice(None),) + tuple(index[1:])]
-
-    return host
-
-  def plain_loader(key, transpose=False):
-    def host(index):
-      x = reader.get(key)
-      x = x.T if transpose else x
-      return x[tuple(index)]
-
-    return host
-
-  def fill(path, var):
-    names = [str(p) for p in path]
-    if names[0] == "layers":
-      loader = stacked_loader(names[1])
-    elif names[0] == "embed":
-      loader = plain_loader("model.embed_tokens.weight")
-    elif names[0] == "final_norm":
-      loader = plain_loader("model.norm.weight")
-    elif names[0] == "lm_head":
-      loader = plain_loader("lm_head.weight", transpose=True)
-    else:
-      raise CheckpointError(f"no HF mapping for parameter {'/'.join(names)}")
-    return var.replace(make(var, loader))
-
-  state = nnx.map_state(fill, state)
-  return nnx.merge(graphdef, state)
+    stacked = host(var[...])
+    for i in range(cfg.num_layers):
+      tensors[key_t.format(i=i)] = _to_hf(name, stacked[i])
+  return tensors
 
 
 def save_qwen(
@@ -254,22 +304,8 @@ def save_qwen(
   """
   cfg = model.cfg
   os.makedirs(out_dir, exist_ok=True)
-  layout = _hf_layout(cfg)
   np_dtype = {"float32": np.float32, "bfloat16": jnp.bfloat16}[dtype]
-  tensors = {}
-
-  def host(a):
-    return np.asarray(jax.device_get(a), dtype=np.float32)
-
-  tensors["model.embed_tokens.weight"] = host(model.embed[...])
-  tensors["model.norm.weight"] = host(model.final_norm[...])
-  if not cfg.tie_word_embeddings:
-    tensors["lm_head.weight"] = np.ascontiguousarray(host(model.lm_head[...]).T)
-  for name, var in model.layers.items():
-    key_t, _ = layout[name]
-    stacked = host(var[...])
-    for i in range(cfg.num_layers):
-      tensors[key_t.format(i=i)] = _to_hf(name, stacked[i])
+  tensors = text_tensors(model)
   tensors = {
     k: np.ascontiguousarray(v.astype(np_dtype)) for k, v in tensors.items()
   }

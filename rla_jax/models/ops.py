@@ -48,20 +48,43 @@ def rope_inv_freq(cfg) -> np.ndarray:
   return np.where(medium, smoothed, scaled).astype(np.float32)
 
 
-def apply_rope(x, positions, inv_freq):
-  """Half-split rotary embedding (HF convention).
+def apply_rope(x, positions, inv_freq, pair_axis=None):
+  """Half-split rotary embedding (HF convention), plain or multi-axis.
 
-  x: [B, T, n, H]; positions: [B, T] int; inv_freq: [H/2] (`rope_inv_freq`).
-  Angle for pair i is pos * inv_freq[i]; x' = x * cos + rotate_half(x) * sin.
+  x: [B, T, n, H]; inv_freq: [H/2] (`rope_inv_freq`). Plain RoPE:
+  positions [B, T] int and pair_axis None; the angle of pair i is
+  pos * inv_freq[i]. Multi-axis RoPE (Qwen3-VL's interleaved M-RoPE, the
+  vision tower's 2-D RoPE): positions [B, T, A] int and pair_axis an [H/2]
+  int numpy array naming the axis each pair rotates by; the angle of pair i
+  is pos[..., pair_axis[i]] * inv_freq[i]. x' = x * cos + rotate_half(x) *
+  sin. Leading axes of positions broadcast against x's.
   """
   H = x.shape[-1]
-  ang = positions.astype(jnp.float32)[..., None] * jnp.asarray(inv_freq)
+  pos = positions.astype(jnp.float32)
+  if pair_axis is None:
+    ang = pos[..., None] * jnp.asarray(inv_freq)
+  else:
+    ang = jnp.take(pos, jnp.asarray(pair_axis), axis=-1) * jnp.asarray(inv_freq)
   cos = jnp.cos(ang)[:, :, None, :]  # [B, T, 1, H/2]
   sin = jnp.sin(ang)[:, :, None, :]
   x32 = x.astype(jnp.float32)
   x1, x2 = x32[..., : H // 2], x32[..., H // 2 :]
   out = jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
   return out.astype(x.dtype)
+
+
+def mrope_pair_axis(head_dim: int, mrope_section) -> np.ndarray:
+  """Qwen3-VL's interleaved M-RoPE layout: [H/2] int, the position axis (0
+  temporal, 1 height, 2 width) of each rotary pair. Pair i rotates by the
+  height position when i % 3 == 1 and i < 3 * section[1], by the width
+  position when i % 3 == 2 and i < 3 * section[2], else by the temporal
+  one (transformers' `Qwen3VLTextRotaryEmbedding.recomposition_frequencies`).
+  """
+  i = np.arange(head_dim // 2)
+  axis = np.zeros_like(i)
+  axis[(i % 3 == 1) & (i < 3 * mrope_section[1])] = 1
+  axis[(i % 3 == 2) & (i < 3 * mrope_section[2])] = 2
+  return axis
 
 
 def dense(x, w, num_in: int = 1):
@@ -143,9 +166,12 @@ def attention_inputs(cfg, p, x, positions, dt):
     q = rms_norm(q, p["q_norm"], cfg.rms_norm_eps)
     k = rms_norm(k, p["k_norm"], cfg.rms_norm_eps)
   inv_freq = rope_inv_freq(cfg)
+  pair_axis = None
+  if positions.ndim == 3:  # [B, T, 3] multimodal positions (M-RoPE)
+    pair_axis = mrope_pair_axis(cfg.head_dim, cfg.mrope_section)
   return (
-    apply_rope(q, positions, inv_freq),
-    apply_rope(k, positions, inv_freq),
+    apply_rope(q, positions, inv_freq, pair_axis),
+    apply_rope(k, positions, inv_freq, pair_axis),
     v,
   )
 

@@ -32,6 +32,11 @@ from rla_jax.models.ops import (
   attention_output_and_mlp,
   rms_norm,
 )
+from rla_jax.models.visual_tokens import (
+  VisualTokens,
+  add_deepstack,
+  place_features,
+)
 
 REMAT_POLICIES = {
   "none": None,
@@ -199,6 +204,7 @@ class Qwen(nnx.Module):
     mask: jax.Array | None = None,
     cache: KVCache | None = None,
     positions: jax.Array | None = None,
+    visual: VisualTokens | None = None,
   ) -> tuple[jax.Array, KVCache | None]:
     """Final-norm hidden states [B, T, D] and the updated cache.
 
@@ -206,8 +212,10 @@ class Qwen(nnx.Module):
     all real). Without a cache the tokens attend causally to each other;
     with a cache they are written at slots [cache.end, cache.end + T) and
     attend to every valid earlier slot (`unrolled.forward`). positions
-    default to the running count of real tokens (so padding never shifts
-    positions).
+    ([B, T], or [B, T, 3] with cfg.mrope_section) default to the running
+    count of real tokens (so padding never shifts positions). visual:
+    image features placed at image-pad tokens, with DeepStack additions
+    after the first layers (`visual_tokens`).
     """
     if cache is not None:
       return unrolled.forward(
@@ -219,20 +227,28 @@ class Qwen(nnx.Module):
         positions,
         self.dtype,
         attention=self.attention,
+        visual=visual,
       )
     B, T = tokens.shape
     mask = jnp.ones((B, T), bool) if mask is None else mask.astype(bool)
     if positions is None:
       positions = jnp.maximum(jnp.cumsum(mask, axis=1) - 1, 0).astype(jnp.int32)
     x = self.embed[...].astype(self.dtype)[tokens]
+    if visual is not None:
+      x = place_features(x, visual)
     layer_params = {k: v[...] for k, v in self.layers.items()}
 
-    def body(x, p):
-      return self._layer(p, x, positions, mask), None
+    def body(x, p_and_index):
+      p, i = p_and_index
+      x = self._layer(p, x, positions, mask)
+      if visual is not None:
+        x = add_deepstack(x, visual, i)
+      return x, None
 
     if self.remat != "none":
       body = jax.checkpoint(body, policy=REMAT_POLICIES[self.remat])
-    x, _ = jax.lax.scan(body, x, layer_params)
+    layer_index = jnp.arange(self.cfg.num_layers, dtype=jnp.int32)
+    x, _ = jax.lax.scan(body, x, (layer_params, layer_index))
     h = rms_norm(x, self.final_norm[...], self.cfg.rms_norm_eps)
     return h, None
 
@@ -243,9 +259,10 @@ class Qwen(nnx.Module):
     cache=None,
     positions=None,
     logits: Literal["all", "last"] = "all",
+    visual: VisualTokens | None = None,
   ):
     """Logits ([B, T, V] or, with logits="last", [B, V]) and new cache."""
-    h, cache = self.hidden_states(tokens, mask, cache, positions)
+    h, cache = self.hidden_states(tokens, mask, cache, positions, visual)
     if logits == "last":
       h = h[:, -1]
     return self.logits_from_hidden(h), cache

@@ -35,6 +35,11 @@ from rla_jax.models.ops import (
   attention_output_and_mlp,
   rms_norm,
 )
+from rla_jax.models.visual_tokens import (
+  VisualTokens,
+  add_deepstack,
+  place_features,
+)
 
 UnrolledParams = dict[str, Any]
 
@@ -112,6 +117,7 @@ def forward(
   positions: jax.Array | None = None,
   dtype=jnp.float32,
   attention: str = "auto",
+  visual: VisualTokens | None = None,
 ) -> tuple[jax.Array, KVCache]:
   """Appends a chunk to the cache; returns final-norm hidden states
   [B, T, D] and the updated cache.
@@ -119,8 +125,12 @@ def forward(
   tokens: [B, T] int; mask: [B, T] (1 = real token, 0 = padding; default
   all real). The chunk is written at slots [cache.end, cache.end + T) and
   each token attends to every valid earlier slot and to itself. positions
-  default to the running count of real tokens (padding never shifts
-  positions). attention: a `rla_jax.models.attention` implementation.
+  ([B, T], or [B, T, 3] M-RoPE positions) default to the running count of
+  real tokens (padding never shifts positions); the cache's next_pos
+  becomes one past the largest position of a real token (unchanged for a
+  row with none). visual: image features placed at image-pad tokens
+  (`visual_tokens`). attention: a `rla_jax.models.attention`
+  implementation.
   """
   B, T = tokens.shape
   mask = jnp.ones((B, T), bool) if mask is None else mask.astype(bool)
@@ -129,20 +139,34 @@ def forward(
     positions = jnp.maximum(positions, 0).astype(jnp.int32)
   valid = jax.lax.dynamic_update_slice(cache.valid, mask, (0, cache.end))
   x = params["embed"].astype(dtype)[tokens]
+  if visual is not None:
+    x = place_features(x, visual)
   ks, vs = list(cache.k), list(cache.v)
   for i, p in enumerate(params["layers"]):
     x, ks[i], vs[i] = _layer(
       cfg, p, x, positions, valid, ks[i], vs[i], cache.end, dtype, attention
     )
+    if visual is not None:
+      x = add_deepstack(x, visual, i)
   h = rms_norm(x, params["final_norm"], cfg.rms_norm_eps)
   new_cache = KVCache(
     k=tuple(ks),
     v=tuple(vs),
     valid=valid,
     end=cache.end + T,
-    next_pos=cache.next_pos + mask.sum(1).astype(jnp.int32),
+    next_pos=next_positions(cache.next_pos, positions, mask),
   )
   return h, new_cache
+
+
+def next_positions(next_pos, positions, mask):
+  """[B] the position a row's next token takes: one past the largest
+  position of the chunk's real tokens (over all axes of [B, T, 3] M-RoPE
+  positions), or next_pos for a row with no real token. For the default
+  running-count positions this is next_pos + the row's real-token count."""
+  pos = positions if positions.ndim == 2 else positions.max(axis=-1)
+  last = jnp.where(mask, pos, -1).max(axis=1)
+  return jnp.where(mask.any(axis=1), last + 1, next_pos).astype(jnp.int32)
 
 
 def logits(

@@ -39,8 +39,12 @@ from rla_jax import sharding as shd
 from rla_jax.config_fields import from_section
 from rla_jax.models.logprobs import token_logprobs
 from rla_jax.models.qwen import Qwen
+from rla_jax.models.qwen3_vl import inputs as vision_inputs
 from rla_jax.rl.losses import METRIC_NAMES, ppo_clip_kl_loss
 from rla_jax.sampling.buckets import geometric_buckets, pick_bucket
+
+# The packed arrays `batch_logprobs` reads.
+_LOGPROB_KEYS = ("tokens", "mask", "positions", "feature_rows", "images")
 
 # Keys of a config.optim.<role> section read by the loop (LoopBase.train),
 # not by the learner.
@@ -100,13 +104,16 @@ class Sample:
   """One training sample: a prompt, the sampled response and its signal.
 
   old_logprobs: [len(response)] behaviour log-probs of the response tokens;
-  advantage: the scalar broadcast to every response token.
+  advantage: the scalar broadcast to every response token; images (a
+  Qwen3-VL model's samples): the `qwen3_vl.inputs.Image`s of the prompt's
+  image-pad tokens, in order.
   """
 
   prompt: Sequence[int]
   response: Sequence[int]
   old_logprobs: np.ndarray
   advantage: float
+  images: Sequence = ()
 
 
 def pack_rows(
@@ -186,8 +193,50 @@ def pack_samples(
   }
 
 
+def pack_image_inputs(
+  samples: Sequence[Sample], seq_len: int, num_rows: int, vl_cfg
+) -> dict:
+  """The image inputs of right-padded samples (`pack_samples`' layout):
+  positions [R, T, 3] (M-RoPE), feature_rows [R, T] and images (an
+  `ImageBatch`); {} when no sample has images. Raises ValueError when
+  samples have images and the model is text-only (vl_cfg None)."""
+  if not any(s.images for s in samples):
+    return {}
+  if vl_cfg is None:
+    raise ValueError("samples with images given to a text-only model")
+  layout = vision_inputs.image_layout(
+    [list(s.prompt) + list(s.response) for s in samples],
+    [list(s.images) for s in samples],
+    seq_len,
+    num_rows,
+    vl_cfg,
+    align="right",
+  )
+  return {
+    "positions": layout.offsets,
+    "feature_rows": layout.feature_rows,
+    "images": layout.images,
+  }
+
+
+def batch_logprobs(model: Qwen, batch: dict, chunk: int) -> jax.Array:
+  """`sequence_logprobs` of a packed batch, with its image inputs when it
+  has them (`pack_image_inputs`)."""
+  if "images" not in batch:
+    return sequence_logprobs(model, batch["tokens"], batch["mask"], chunk)
+  visual = model.visual_tokens(batch["images"], batch["feature_rows"])
+  return sequence_logprobs(
+    model, batch["tokens"], batch["mask"], chunk, batch["positions"], visual
+  )
+
+
 def sequence_logprobs(
-  model: Qwen, tokens: jax.Array, mask: jax.Array, chunk: int
+  model: Qwen,
+  tokens: jax.Array,
+  mask: jax.Array,
+  chunk: int,
+  positions: jax.Array | None = None,
+  visual=None,
 ) -> jax.Array:
   """Per-token log-probs of a right-padded batch under `model`.
 
@@ -196,9 +245,12 @@ def sequence_logprobs(
 
   tokens, mask: [B, T]; returns [B, T] (model.dtype precision), aligned with
   tokens. The vocabulary projection runs in sequence chunks of `chunk`
-  (`token_logprobs`), so no [B, T, V] tensor is built.
+  (`token_logprobs`), so no [B, T, V] tensor is built. positions ([B, T, 3]
+  M-RoPE) and visual (`VisualTokens`): a Qwen3-VL batch's image inputs.
   """
-  hidden, _ = model.hidden_states(tokens, mask)
+  hidden, _ = model.hidden_states(
+    tokens, mask, positions=positions, visual=visual
+  )
   lp = token_logprobs(
     hidden[:, :-1],
     model.lm_head_matrix(),
@@ -249,9 +301,7 @@ class GradAccumulator:
 def _loss_terms(graphdef, cfg: OptimConfig, state, batch):
   """(loss_sum, (denom, metrics)) of one micro-batch ([b, T] arrays)."""
   model = nnx.merge(graphdef, state)
-  lp = sequence_logprobs(
-    model, batch["tokens"], batch["mask"], cfg.logprob_chunk
-  )
+  lp = batch_logprobs(model, batch, cfg.logprob_chunk)
   loss_sum, denom, metrics = ppo_clip_kl_loss(
     lp,
     batch["old_logprobs"],
@@ -298,10 +348,10 @@ def _apply(tx, state, opt_state, acc: GradAccumulator):
   return state, opt_state, out
 
 
-@functools.partial(jax.jit, static_argnums=(0, 4))
-def _state_logprobs(graphdef, state, tokens, mask, chunk):
-  """`sequence_logprobs` of the model (graphdef, state); [B, T]."""
-  return sequence_logprobs(nnx.merge(graphdef, state), tokens, mask, chunk)
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _state_logprobs(graphdef, state, batch, chunk):
+  """`batch_logprobs` of the model (graphdef, state); [B, T]."""
+  return batch_logprobs(nnx.merge(graphdef, state), batch, chunk)
 
 
 class Learner:
@@ -318,6 +368,7 @@ class Learner:
   ):
     self.cfg = cfg
     self.pad_id = pad_id
+    self.vl_cfg = getattr(model, "vl_cfg", None)  # a Qwen3-VL model
     if mesh is None:  # one local device; all devices when multi-process
       mesh = (
         shd.make_mesh(1, -1, 1)
@@ -424,8 +475,6 @@ class Learner:
     # padded only to its own longest sample's bucket.
     samples = sorted(samples, key=lambda s: len(s.prompt) + len(s.response))
     b = self._micro_rows()
-    sharding = NamedSharding(self.mesh, P(self._batch_axis, None))
-    row_sharding = NamedSharding(self.mesh, P(self._batch_axis))
     acc, first_ratio = self._zero_accumulator(self.state), None
     for i in range(0, len(samples), b):
       chunk = samples[i : i + b]
@@ -435,14 +484,8 @@ class Learner:
         "sample length",
       )
       packed = pack_samples(chunk, T, b, self.pad_id)
-      if not self._fully_addressable:
-        distributed.assert_same_on_all_processes(
-          "Learner.update samples", *packed.values()
-        )
-      batch = {
-        k: distributed.put_global(v, sharding if v.ndim == 2 else row_sharding)
-        for k, v in packed.items()
-      }
+      packed.update(pack_image_inputs(chunk, T, b, self.vl_cfg))
+      batch = self._place_batch(packed)
       acc, ratio = self._accumulate(self.state, acc, batch)
       first_ratio = ratio if first_ratio is None else first_ratio
     if max_kl is not None:
@@ -456,6 +499,24 @@ class Learner:
     # log-probs equal the trainer's (on-policy, before any update).
     out["first_microbatch_ratio"] = first_ratio
     return {k: float(v) for k, v in distributed.to_host(out).items()}
+
+  def _place_batch(self, packed: dict) -> dict:
+    """Packed numpy arrays placed on the mesh: rows sharded over the batch
+    axis, an `ImageBatch`'s pixels replicated (checked to be the same on
+    every process first, when the mesh spans processes)."""
+    if not self._fully_addressable:
+      distributed.assert_same_on_all_processes(
+        "Learner.update samples", *jax.tree.leaves(packed)
+      )
+    replicated = NamedSharding(self.mesh, P())
+
+    def place(key, v):
+      if key == "images":
+        return jax.tree.map(lambda x: distributed.put_global(x, replicated), v)
+      spec = P(self._batch_axis, *([None] * (v.ndim - 1)))
+      return distributed.put_global(v, NamedSharding(self.mesh, spec))
+
+    return {k: place(k, v) for k, v in packed.items()}
 
   def train_epoch(
     self,
@@ -488,12 +549,10 @@ class Learner:
     longest = max(len(s.prompt) + len(s.response) for s in samples)
     T = pick_bucket(longest, self.seq_buckets, "sample length")
     packed = pack_samples(samples, T, len(samples), self.pad_id)
+    packed.update(pack_image_inputs(samples, T, len(samples), self.vl_cfg))
+    batch = {k: v for k, v in packed.items() if k in _LOGPROB_KEYS}
     lp = _state_logprobs(
-      self.graphdef,
-      self.state,
-      packed["tokens"],
-      packed["mask"],
-      self.cfg.logprob_chunk,
+      self.graphdef, self.state, batch, self.cfg.logprob_chunk
     )
     lp = distributed.to_host(lp)
     return [

@@ -57,6 +57,7 @@ from rla_jax.models.kv_cache import (
   is_axes,
 )
 from rla_jax.models.qwen import Qwen
+from rla_jax.sampling import image_prefill
 from rla_jax.sampling import prefill as pieces
 from rla_jax.sampling.buckets import geometric_buckets, left_pad, pick_bucket
 from rla_jax.sampling.token_selection import row_stream_keys, select_tokens
@@ -218,6 +219,9 @@ class Sampler:
       appended as successive cache-continuing slices); 0 = the whole chunk.
     limit_key: where max_prompt_len was configured (e.g.
       "config.rollout.max_prompt_len"), named by the too-long-prompt error.
+    image_grids: (Qwen3-VL) the patch grids (h, w) images may have; None
+      accepts any. images_per_grid: the fewest images a grid's group is
+      padded to (counts round up to powers of two; `image_prefill`).
   """
 
   def __init__(
@@ -235,8 +239,15 @@ class Sampler:
     prefill_rows: int = 0,
     prefill_tokens: int = 0,
     limit_key: str = "",
+    image_grids: Sequence[tuple[int, int]] | None = None,
+    images_per_grid: int = 1,
   ):
     self.cfg = model.cfg
+    self.vl_cfg = getattr(model, "vl_cfg", None)  # a Qwen3-VL model
+    self.image_grids = (
+      None if image_grids is None else {tuple(g) for g in image_grids}
+    )
+    self.images_per_grid = int(images_per_grid)
     self.limit_key = limit_key
     self.max_prompt_len = int(max_prompt_len)
     self.max_new_tokens = int(max_new_tokens)
@@ -291,6 +302,11 @@ class Sampler:
         )
       self._unstackers[key] = jax.jit(fn, out_shardings=out)
     self.params = self._unstackers[key](state)
+    if self.vl_cfg is not None:  # the vision tower's sampling copy
+      self.vision_graphdef, vision_state = nnx.split(model.vision)
+      self.vision_state = jax.jit(
+        functools.partial(image_prefill.cast_floating, dtype=compute)
+      )(vision_state)
     self.dtype = compute
     self.cache_dtype = model.dtype
     self.attention = model.attention
@@ -427,10 +443,13 @@ class Sampler:
     max_new_tokens,
     num_samples: int = 1,
     row_seeds=None,
+    images=None,
   ):
     """Prefills `rows` into `cache`, then decodes num_samples continuations
     per row (rows of the output are row-major: row i, sample j -> i*m+j).
-    row_seeds (checked by the caller): one int per row, or None."""
+    row_seeds (checked by the caller): one int per row, or None. images:
+    None, or per row a list of `qwen3_vl.inputs.Image` for its image-pad
+    tokens (Qwen3-VL)."""
     n = len(rows)
     B = cache.batch_size
     T = pick_bucket(
@@ -448,6 +467,7 @@ class Sampler:
         f"max_new_tokens {self.max_new_tokens} > {cache.num_slots} slots"
       )
     ids, mask = left_pad(rows, T, B, self.pad_id)
+    chunk = self._image_chunk(rows, images, T, B)
     active = np.zeros((B,), bool)
     active[:n] = active_rows
     m = int(num_samples)
@@ -471,8 +491,24 @@ class Sampler:
       )
     ids = self._place(ids, ("batch", "length"))
     mask = self._place(mask, ("batch", "length"))
-    prefill, lead = self._prefill_program()
-    cache, logits = prefill(*lead, cache, ids, mask, attention=self.attention)
+    if chunk is None:
+      prefill, lead = self._prefill_program()
+      cache, logits = prefill(*lead, cache, ids, mask, attention=self.attention)
+    else:
+      cache, logits = image_prefill.prefill_with_images(
+        self.cfg,
+        self.dtype,
+        self.vision_graphdef,
+        self.params,
+        self.vision_state,
+        cache,
+        ids,
+        mask,
+        self._place(chunk.offsets, ("batch", "length", None)),
+        self._place(chunk.feature_rows, ("batch", "length")),
+        jax.tree.map(lambda x: self._place(x, (None,) * x.ndim), chunk.images),
+        attention=self.attention,
+      )
     if m > 1:
       cache, logits = _repeat_rows(cache, logits, m)
       active, n = np.repeat(active, m), n * m
@@ -515,6 +551,23 @@ class Sampler:
       out_stop.append(bool(stopped[i]))
     return cache, SampleOutput(out_tokens, out_lp, out_stop)
 
+  def _image_chunk(self, rows, images, T: int, B: int):
+    """The chunk's `image_prefill.ImageChunk`, or None for a text chunk
+    (no images given, or none in any row)."""
+    if images is None or not any(images):
+      return None
+    if self.vl_cfg is None:
+      raise ValueError("images were given to a sampler of a text-only model")
+    return image_prefill.image_chunk(
+      rows,
+      images,
+      T,
+      B,
+      self.vl_cfg,
+      self.image_grids,
+      self.images_per_grid,
+    )
+
   @property
   def _stop_set(self) -> set[int]:
     return set(int(t) for t in self.stop_token_ids)
@@ -531,6 +584,7 @@ class Sampler:
     max_new_tokens: int | None = None,
     num_samples: int = 1,
     row_seeds: Sequence[int] | None = None,
+    images=None,
   ) -> SampleOutput:
     """Samples num_samples continuations per prompt (a fresh cache per
     call); the prompt is prefilled once and its cache shared by its
@@ -540,7 +594,8 @@ class Sampler:
     [0, 2**32) per prompt: sample j of prompt i then draws from its own
     stream named by (seed, row_seeds[i], j), independent of the other rows,
     its position and the batch bucket (module docstring). Prompts given the
-    same row seed share noise."""
+    same row seed share noise. images (Qwen3-VL): per prompt, the
+    `qwen3_vl.inputs.Image`s of its image-pad tokens, in order."""
     self._check_rows(prompts, allow_empty=False)
     self._check_row_seeds(row_seeds, len(prompts))
     if num_samples < 1:
@@ -549,6 +604,7 @@ class Sampler:
     T = pick_bucket(
       max(len(p) for p in prompts), self.prompt_buckets, "prompt length"
     )
+    self._image_chunk(prompts, images, T, B)  # bad images fail before compiles
     cache = self.new_cache(B, T + self.max_new_tokens)
     _, out = self._run(
       cache,
@@ -562,6 +618,7 @@ class Sampler:
       max_new_tokens=max_new_tokens,
       num_samples=num_samples,
       row_seeds=row_seeds,
+      images=images,
     )
     return out
 
@@ -576,8 +633,9 @@ class Session:
   `turn(new_tokens, active)` appends new_tokens[i] to row i (the previous
   turn's generated tokens are already cached) and samples the reply. Rows
   with active[i] False append nothing and generate nothing. The sampling
-  keywords are `Sampler.generate`'s (not num_samples); row_seeds, if
-  given, has one entry per session row.
+  keywords are `Sampler.generate`'s (not num_samples); row_seeds and
+  images (Qwen3-VL: a new screenshot with the turn's text), if given, have
+  one entry per session row.
   """
 
   def __init__(self, sampler: Sampler, batch_size: int, num_slots: int):
@@ -610,6 +668,15 @@ class Session:
         raise ValueError(f"row {i} is active but has no new tokens")
     self.sampler._check_rows(rows, allow_empty=True)
     self.sampler._check_row_seeds(sample_kw.get("row_seeds"), len(rows))
+    if sample_kw.get("images") is not None:
+      if len(sample_kw["images"]) != len(rows):
+        raise ValueError(
+          f"{len(sample_kw['images'])} image lists for {len(rows)} rows"
+        )
+      sample_kw["images"] = [
+        list(imgs) if a else []
+        for imgs, a in zip(sample_kw["images"], active, strict=True)
+      ]
     self.cache, out = self.sampler._run(
       self.cache,
       rows,
@@ -622,6 +689,7 @@ class Session:
         "greedy": False,
         "max_new_tokens": None,
         "row_seeds": None,
+        "images": None,
         **sample_kw,
       },
     )
