@@ -36,6 +36,7 @@ paths, so it never tries to download a driver. If either is missing,
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import dataclasses
 import importlib.util
@@ -58,6 +59,12 @@ from rla_jax.envs.gui.interface import GuiObservation, StepAction, check_batch
 
 TASK_WIDTH_CSS = 160
 TASK_HEIGHT_CSS = 210
+# The page's episode state and instruction, read in one round trip.
+_STATE_SCRIPT = (
+  "return {done: WOB_DONE_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL,"
+  " discounted: WOB_REWARD_GLOBAL, reason: WOB_REWARD_REASON,"
+  " utterance: core.getUtterance()};"
+)
 _READY_POLL_SECONDS = 0.02
 _READY_MAX_POLLS = 250
 
@@ -232,7 +239,10 @@ class MiniWobEnvironment:
     self._wait_for(driver, "return WOB_TASK_READY === true;")
     slot.task_id, slot.seed, slot.steps = task_id, int(seed), 0
     slot.cursor, slot.final = (0, 0), None
-    return self._observe(slot, reward=0.0, done=False, success=False, info={})
+    state = driver.execute_script(_STATE_SCRIPT)
+    return self._observe(
+      slot, state["utterance"], reward=0.0, done=False, success=False, info={}
+    )
 
   def _wait_for(self, driver: Any, script: str) -> None:
     for _ in range(_READY_MAX_POLLS):
@@ -268,10 +278,7 @@ class MiniWobEnvironment:
       self._execute(slot, action)
       if self.config.settle_seconds:
         time.sleep(self.config.settle_seconds)
-    state = slot.driver.execute_script(
-      "return {done: WOB_DONE_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL,"
-      " discounted: WOB_REWARD_GLOBAL, reason: WOB_REWARD_REASON};"
-    )
+    state = slot.driver.execute_script(_STATE_SCRIPT)
     if not state["done"] and isinstance(action, GuiAction):
       if action.kind == "terminate":
         state = self._end_episode(slot, "terminated by the agent")
@@ -286,7 +293,12 @@ class MiniWobEnvironment:
       reason=state["reason"],
     )
     observation = self._observe(
-      slot, reward=raw, done=done, success=done and raw >= 1.0, info=info
+      slot,
+      state["utterance"],
+      reward=raw,
+      done=done,
+      success=done and raw >= 1.0,
+      info=info,
     )
     if done:
       slot.final = observation
@@ -294,10 +306,7 @@ class MiniWobEnvironment:
 
   def _end_episode(self, slot: _Slot, reason: str) -> dict[str, Any]:
     return slot.driver.execute_script(
-      "core.endEpisode(-1.0, false, arguments[0]);"
-      "return {done: WOB_DONE_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL,"
-      " discounted: WOB_REWARD_GLOBAL, reason: WOB_REWARD_REASON};",
-      reason,
+      "core.endEpisode(-1.0, false, arguments[0]);" + _STATE_SCRIPT, reason
     )
 
   def _execute(self, slot: _Slot, action: GuiAction) -> None:
@@ -316,18 +325,22 @@ class MiniWobEnvironment:
   def _observe(
     self,
     slot: _Slot,
+    instruction: Any,
     *,
     reward: float,
     done: bool,
     success: bool,
     info: dict[str, Any],
   ) -> GuiObservation:
-    png = slot.driver.get_screenshot_as_png()
+    # DevTools capture with fast (still lossless) PNG compression.
+    capture = slot.driver.execute_cdp_cmd(
+      "Page.captureScreenshot", {"format": "png", "optimizeForSpeed": True}
+    )
+    png = base64.b64decode(capture["data"])
     image = Image.open(io.BytesIO(png)).convert("RGB")
     height, width, _ = self.config.screenshot_shape
     if image.size != (width, height):
       image = image.crop((0, 0, width, height))
-    instruction = slot.driver.execute_script("return core.getUtterance();")
     if isinstance(instruction, dict):
       instruction = instruction.get("utterance", "")
     return GuiObservation(
