@@ -189,6 +189,18 @@ def test_terminate_and_step_limit_end_the_episode_as_failures():
 
 
 @needs_browser
+def test_a_page_that_navigated_away_fails_and_reset_recovers(env):
+  env.reset(["click-button", "click-button"], [1, 1])
+  # Stands in for an action that followed a real link off the task page.
+  env._slots[0].driver.get("about:blank")
+  gone, alive = env.step([None, None])
+  assert gone.done and not gone.success and gone.reward == -1.0
+  assert "page is gone" in gone.info["reason"] and not alive.done
+  again = env.reset(["click-button", "click-button"], [1, 1])
+  assert again[0].instruction == again[1].instruction != ""
+
+
+@needs_browser
 def test_bad_batches_and_task_ids_raise(env):
   with pytest.raises(ValueError, match="task_ids has 1 entries; expected 2"):
     env.reset(["click-button"], [0])
@@ -196,3 +208,6 @@ def test_bad_batches_and_task_ids_raise(env):
     env.reset(["click-button", "no-such-task"], [0, 0])
   with pytest.raises(ValueError, match="unsupported"):
     env.reset(["click-button", "flight.AA"], [0, 0])
+  env.reset(["click-button", "click-button"], [0, 0])
+  with pytest.raises(ValueError, match=r"actions\[1\] point \(320, 5\)"):
+    env.step([None, GuiAction("left_click", x=320, y=5)])

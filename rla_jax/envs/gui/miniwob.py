@@ -254,11 +254,19 @@ class MiniWobEnvironment:
   def step(self, actions: Sequence[StepAction]) -> list[GuiObservation]:
     """Applies ``actions[i]`` in slot i (see the module docstring)."""
     check_batch("actions", actions, self.num_envs)
-    for action in actions:
+    height, width, _ = self.config.screenshot_shape
+    for index, action in enumerate(actions):
       if not isinstance(action, GuiAction | InvalidAction | type(None)):
         raise ValueError(
           f"actions must be GuiAction/InvalidAction/None: {action!r}"
         )
+      if isinstance(action, GuiAction):
+        for x, y in ((action.x, action.y), (action.start_x, action.start_y)):
+          if x is not None and not (0 <= x < width and 0 <= y < height):
+            raise ValueError(
+              f"actions[{index}] point ({x}, {y}) is off the {width}x{height}"
+              " screenshot"
+            )
     if any(not slot.task_id for slot in self._slots):
       raise RuntimeError("step() before reset()")
     jobs = list(zip(self._slots, actions, strict=True))
@@ -278,7 +286,7 @@ class MiniWobEnvironment:
       self._execute(slot, action)
       if self.config.settle_seconds:
         time.sleep(self.config.settle_seconds)
-    state = slot.driver.execute_script(_STATE_SCRIPT)
+    state = self._read_state(slot)
     if not state["done"] and isinstance(action, GuiAction):
       if action.kind == "terminate":
         state = self._end_episode(slot, "terminated by the agent")
@@ -303,6 +311,25 @@ class MiniWobEnvironment:
     if done:
       slot.final = observation
     return observation
+
+  def _read_state(self, slot: _Slot) -> dict[str, Any]:
+    """The page's episode state; a failed episode if the page is gone."""
+    from selenium.common.exceptions import JavascriptException
+
+    try:
+      return slot.driver.execute_script(_STATE_SCRIPT)
+    except JavascriptException as error:
+      # The action navigated away from the task page (core.js is gone): the
+      # episode fails and the next reset reloads the page.
+      slot.page = None
+      reason = f"the task page is gone: {error.msg}"[:200]
+      return {
+        "done": True,
+        "raw": -1.0,
+        "discounted": -1.0,
+        "reason": reason,
+        "utterance": "",
+      }
 
   def _end_episode(self, slot: _Slot, reason: str) -> dict[str, Any]:
     return slot.driver.execute_script(
