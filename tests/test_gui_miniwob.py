@@ -201,6 +201,17 @@ def test_a_page_that_navigated_away_fails_and_reset_recovers(env):
 
 
 @needs_browser
+def test_the_demo_episode_renders_a_successful_click(tmp_path, capsys):
+  from launch.gui_episode import main
+
+  assert main(["--seed=6", f"--out={tmp_path}"]) == 0
+  printed = capsys.readouterr().out
+  assert "done=True success=True reward=1.0" in printed
+  frames = sorted(tmp_path.glob("click-button-seed6_*.png"))
+  assert [frame.name[-7:] for frame in frames] == ["000.png", "001.png"]
+
+
+@needs_browser
 def test_bad_batches_and_task_ids_raise(env):
   with pytest.raises(ValueError, match="task_ids has 1 entries; expected 2"):
     env.reset(["click-button"], [0])

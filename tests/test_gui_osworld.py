@@ -148,6 +148,31 @@ def test_coordinates_scale_from_the_screenshot_to_the_vm_screen():
 
 
 @pytest.mark.parametrize(
+  ("action", "command"),
+  [
+    (GuiAction("left_click", x=3, y=4), "pyautogui.click(3, 4)"),
+    (GuiAction("right_click", x=3, y=4), "pyautogui.rightClick(3, 4)"),
+    (GuiAction("middle_click", x=3, y=4), "pyautogui.middleClick(3, 4)"),
+    (GuiAction("double_click"), "pyautogui.doubleClick()"),
+    (GuiAction("mouse_move", x=0, y=9), "pyautogui.moveTo(0, 9)"),
+    (
+      GuiAction("left_click_drag", x=5, y=6),
+      "pyautogui.dragTo(5, 6, duration=0.5)",
+    ),
+    (GuiAction("type", text="a'b"), 'pyautogui.typewrite("a\'b")'),
+    (GuiAction("key", keys=("esc",)), "pyautogui.press('esc')"),
+    (GuiAction("key", keys=("super", "l")), "pyautogui.hotkey('win', 'l')"),
+    (GuiAction("scroll", scroll_pixels=3), "pyautogui.scroll(3)"),
+    (GuiAction("wait", wait_seconds=2.0), "WAIT"),
+    (GuiAction("terminate", status="success"), "DONE"),
+    (GuiAction("terminate", status="failure"), "FAIL"),
+  ],
+)
+def test_every_action_kind_has_its_pyautogui_command(action, command):
+  assert pyautogui_command(action) == command
+
+
+@pytest.mark.parametrize(
   "text",
   [
     "'); import os; os.system('touch /tmp/x') #",
