@@ -76,6 +76,15 @@ def test_missing_chromium_is_one_clear_error_before_any_work(monkeypatch):
     MiniWobEnvironment(MiniWobConfig(num_envs=1))
 
 
+def test_bad_config_values_name_the_field():
+  with pytest.raises(ValueError, match="num_envs = 0"):
+    MiniWobConfig(num_envs=0)
+  with pytest.raises(ValueError, match="screenshot_scale"):
+    MiniWobConfig(screenshot_scale=0)
+  with pytest.raises(ValueError, match="data_mode"):
+    MiniWobConfig(data_mode="eval")
+
+
 @needs_browser
 def test_correct_click_succeeds_and_a_wrong_click_does_not(env):
   # Seeds whose click-button instance has a button with another label.

@@ -93,6 +93,24 @@ class MiniWobConfig:
   max_wait_seconds: float = 1.0
   data_mode: str = "train"
 
+  def __post_init__(self):
+    bounds = {
+      "num_envs": (1, 64),
+      "screenshot_scale": (1, 8),
+      "episode_max_seconds": (1e-3, 86_400.0),
+      "max_steps": (0, 10_000),
+      "settle_seconds": (0.0, 60.0),
+      "max_wait_seconds": (0.0, 60.0),
+    }
+    for name, (low, high) in bounds.items():
+      value = getattr(self, name)
+      if not low <= value <= high:
+        raise ValueError(
+          f"MiniWobConfig.{name} = {value} not in [{low}, {high}]"
+        )
+    if self.data_mode not in ("train", "test", "default"):
+      raise ValueError(f"MiniWobConfig.data_mode {self.data_mode!r} unknown")
+
   @property
   def screenshot_shape(self) -> tuple[int, int, int]:
     """(H, W, 3) of every screenshot."""
@@ -171,8 +189,6 @@ class MiniWobEnvironment:
         missing (checked before any browser starts).
       ValueError: A bad config value.
     """
-    if config.num_envs < 1 or config.screenshot_scale < 1:
-      raise ValueError(f"num_envs and screenshot_scale must be >= 1: {config}")
     self._browser = find_browser()
     miniwob_pages_dir()
     self.config = config
