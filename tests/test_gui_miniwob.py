@@ -21,6 +21,7 @@ from rla_jax.envs.gui.actions import (
 )
 from rla_jax.envs.gui.chromium import ChromiumNotFoundError, find_browser
 from rla_jax.envs.gui.miniwob import MiniWobConfig, MiniWobEnvironment
+from rla_jax.envs.gui.miniwob_tasks import task_ids, task_page
 
 CONFIG = MiniWobConfig(num_envs=2, screenshot_scale=2)
 SHAPE = (420, 320, 3)
@@ -218,6 +219,16 @@ def test_the_demo_episode_renders_a_successful_click(tmp_path, capsys):
   assert "done=True success=True reward=1.0" in printed
   frames = sorted(tmp_path.glob("click-button-seed6_*.png"))
   assert [frame.name[-7:] for frame in frames] == ["000.png", "001.png"]
+
+
+@needs_browser
+def test_the_shipped_task_pages_are_listed():
+  ids = task_ids()
+  assert {"click-button", "click-test", "enter-text"} <= set(ids)
+  assert len(ids) > 100 and ids == sorted(ids)
+  assert task_page("click-button").name == "click-button.html"
+  with pytest.raises(ValueError, match="unknown"):
+    task_page("../core/core")
 
 
 @needs_browser

@@ -7,6 +7,7 @@ OSWorld adapter). No JAX here.
   (``rla_jax.envs.gui.actions``)
 - ``GuiObservation``, ``GuiEnvironment`` (``rla_jax.envs.gui.interface``)
 - ``MiniWobEnvironment``, ``MiniWobConfig`` (``rla_jax.envs.gui.miniwob``;
+  task ids: ``rla_jax.envs.gui.miniwob_tasks.task_ids``;
   needs Chromium, chromedriver, selenium and miniwob)
 - ``OSWorldEnvironment``, ``replay_trajectory``, ``pyautogui_command``
   (``rla_jax.envs.gui.osworld``; a live VM needs the desktop-env package)

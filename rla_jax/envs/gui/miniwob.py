@@ -39,7 +39,6 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import dataclasses
-import importlib.util
 import io
 import pathlib
 import time
@@ -51,11 +50,11 @@ from PIL import Image
 
 from rla_jax.envs.gui.actions import GuiAction, InvalidAction
 from rla_jax.envs.gui.chromium import (
-  ChromiumNotFoundError,
   find_browser,
   start_driver,
 )
 from rla_jax.envs.gui.interface import GuiObservation, StepAction, check_batch
+from rla_jax.envs.gui.miniwob_tasks import miniwob_pages_dir, task_page
 
 TASK_WIDTH_CSS = 160
 TASK_HEIGHT_CSS = 210
@@ -140,29 +139,6 @@ class ElementBox:
   def center(self) -> tuple[int, int]:
     """The box centre as integer pixels (x, y)."""
     return int(self.left + self.width / 2), int(self.top + self.height / 2)
-
-
-def miniwob_pages_dir() -> pathlib.Path:
-  """The ``miniwob`` package's task pages (``html/miniwob``)."""
-  spec = importlib.util.find_spec("miniwob")
-  if spec is None or not spec.submodule_search_locations:
-    raise ChromiumNotFoundError("the miniwob package is not installed")
-  return pathlib.Path(spec.submodule_search_locations[0]) / "html" / "miniwob"
-
-
-def task_page(task_id: str) -> pathlib.Path:
-  """The page of MiniWoB++ task ``task_id`` (e.g. "click-button").
-
-  Raises:
-    ValueError: Unknown or unsupported (FlightWoB) task id.
-  """
-  pages = miniwob_pages_dir()
-  if not isinstance(task_id, str) or task_id.startswith("flight."):
-    raise ValueError(f"unsupported MiniWoB++ task id {task_id!r}")
-  page = pages / f"{task_id}.html"
-  if "/" in task_id or not page.is_file():
-    raise ValueError(f"unknown MiniWoB++ task id {task_id!r} (no {page})")
-  return page
 
 
 @dataclasses.dataclass
