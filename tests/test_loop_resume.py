@@ -27,6 +27,8 @@ CASES = {
     "--config.reward.rm_band=(0.0,1.0)",
   ],
   "coding": ["--config=coding:smoke", "--config.total_steps=3"],
+  # Real headless Chromium and MiniWoB++ pages, Qwen3-VL policy and judge.
+  "gui": ["--config=gui:smoke", "--config.total_steps=3"],
 }
 
 
@@ -35,7 +37,7 @@ def env(tmp_path_factory):
   cache = tmp_path_factory.mktemp("cache")
   return {
     **os.environ,
-    "RLA_JAX_CACHE": str(cache / "models"),  # the coding loop's models
+    "RLA_JAX_CACHE": str(cache / "models"),  # coding and GUI models
     "RLA_JAX_XLA_CACHE": str(cache / "xla"),
   }
 

@@ -137,7 +137,7 @@ class LoopBase:
       ("policy", dirs["policy_dir"]),
       ("reward", dirs["reward_dir"]),
     ):
-      model = load_qwen(
+      model = self.load_model(
         path,
         dtype=dtype,
         param_dtype=param_dtype,
@@ -163,6 +163,7 @@ class LoopBase:
         prefill_rows=c.rollout.get("prefill_rows", 0),
         prefill_tokens=c.rollout.get("prefill_tokens", 0),
         limit_key="config.rollout.max_prompt_len",
+        **self.sampler_options(role),
       )
     self.build_tasks()
     self.metrics = MetricsWriter(workdir, is_primary=self.is_primary)
@@ -203,6 +204,16 @@ class LoopBase:
           f"config.model.{key}: directory {value!r} does not exist"
         )
     return dirs
+
+  def load_model(self, path: str, **kw):
+    """A role's model from its checkpoint directory (`load_qwen`'s
+    keywords); the GUI loop loads Qwen3-VL."""
+    return load_qwen(path, **kw)
+
+  def sampler_options(self, role: str) -> dict:
+    """Extra `Sampler` keywords of a role (e.g. its image grids)."""
+    del role
+    return {}
 
   def build_tasks(self):
     raise NotImplementedError

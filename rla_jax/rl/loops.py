@@ -54,21 +54,26 @@ def check_common_config(config) -> None:
 
 
 def make_loop(config, workdir: str, **kw):
-  """Builds the loop named by config.name ("alfworld" or "coding").
+  """Builds the loop named by config.name ("alfworld", "coding" or
+  "gui").
 
   Bad configuration or input raises ConfigError (before any model is loaded
   or compiled); anything else is a bug and propagates as it is.
   """
-  if config.name not in ("alfworld", "coding"):
+  if config.name not in ("alfworld", "coding", "gui"):
     raise ConfigError(
       f"config.name {config.name!r}: no loop of that name "
-      f"(known: alfworld, coding)"
+      f"(known: alfworld, coding, gui)"
     )
   check_common_config(config)
   if config.name == "alfworld":
     from rla_jax.rl.alfworld_loop import AlfworldLoop
 
     return AlfworldLoop(config, workdir, **kw)
+  if config.name == "gui":
+    from rla_jax.rl.gui_loop import GuiLoop
+
+    return GuiLoop(config, workdir, **kw)
   from rla_jax.rl.coding_loop import CodingLoop
 
   return CodingLoop(config, workdir, **kw)

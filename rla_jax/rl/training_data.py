@@ -127,6 +127,16 @@ def policy_advantages(episodes, outcome, R, M, cfg: RewardConfig):
   return standardize_by_step_index(R, M, lone_step=cfg.lone_step)
 
 
+def _images(table, *index) -> tuple:
+  """The prompt images at table[index...] (GUI episodes and judgements
+  carry them), or () for text prompts (table None)."""
+  if table is None:
+    return ()
+  for i in index:
+    table = table[i]
+  return tuple(table)
+
+
 def task_samples(
   episodes,
   scores: np.ndarray,
@@ -166,6 +176,7 @@ def task_samples(
               ep.response_ids[k],
               ep.logprobs[k],
               float(A[n, k]),
+              _images(getattr(ep, "prompt_images", None), k),
             )
           )
   if train_rm and accuracy_in_band(acc, *cfg.rm_band):
@@ -182,6 +193,7 @@ def task_samples(
                 judgements.response_ids[row][k][j],
                 judgements.logprobs[row][k][j],
                 float(A_rm[n, k, j]),
+                _images(getattr(judgements, "prompt_images", None), row, k),
               )
             )
   return policy, rm, stats

@@ -58,6 +58,20 @@ def image_processor(cfg: Qwen3VLConfig, preprocessor: dict | None = None):
   return Qwen2VLImageProcessorPil(**kwargs)
 
 
+def load_image_processor(model_dir: str, cfg: Qwen3VLConfig):
+  """`image_processor` configured from model_dir/preprocessor_config.json
+  (when the directory has one)."""
+  import json
+  import os
+
+  path = os.path.join(model_dir, "preprocessor_config.json")
+  preprocessor = None
+  if os.path.isfile(path):
+    with open(path) as f:
+      preprocessor = json.load(f)
+  return image_processor(cfg, preprocessor)
+
+
 def preprocess(processor, images: Sequence) -> list[Image]:
   """PIL images or uint8 [H, W, 3] arrays -> `Image`s (one frame each)."""
   out = []

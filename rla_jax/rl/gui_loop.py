@@ -1,0 +1,389 @@
+"""The RLAnything closed loop in the GUI setting (MiniWoB++ in headless
+Chromium, a Qwen3-VL policy and a Qwen3-VL screenshot judge).
+
+One RL step (`run_step`; all randomness derived from (seed, step)), its
+phases in the order the code runs them (`rla_jax.rl.phases`):
+  1. Draw tasks: env.num_tasks slots without a pending candidate, and every
+     pending candidate.
+  2. Roll out every group env.rollouts_per_task times (the same seeded
+     page instance; one sampler call per turn for all live agents).
+  3. Resolve candidates by the acceptance rule on their accuracy.
+  4. Judge: m screenshot judgements of every step of the episodes used.
+  5. Build samples: R = O + lambda * mean(S) with step-index
+     standardisation for the policy, consistency feedback R * S for the
+     judge (`training_data.task_samples`), each sample with its images.
+  6. Train the policy and the judge.
+  7. Adapt: tasks outside the band get a harder / easier rewrite within
+     their family (`envs.gui.tasks.propose_gui_variant`); each proposal's
+     critic summary (what the judge saw, which the reference leaves
+     empty) is written to critic_summaries.jsonl.
+  8. Step metrics; the first episode of the step is saved as frames with
+     its actions drawn (workdir/episodes/step_NNNN/).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from rla_jax.envs.gui.render import save_episode_frames
+from rla_jax.envs.gui.tasks import GuiTask, gui_task_set, propose_gui_variant
+from rla_jax.errors import ConfigError
+from rla_jax.models.qwen3_vl import Qwen3VLConfig, load_qwen3_vl
+from rla_jax.models.qwen3_vl import inputs as vision_inputs
+from rla_jax.rl.adaptation import TaskPool
+from rla_jax.rl.alfworld_rollout import SamplingParams
+from rla_jax.rl.gui_rollout import (
+  GuiEpisode,
+  ScreenshotEncoder,
+  judge_gui_episodes,
+  rollout_gui_episodes,
+)
+from rla_jax.rl.loop_common import (
+  LoopBase,
+  primary_builds_first,
+  uses_given_models,
+)
+from rla_jax.rl.phases import (
+  StepRollouts,
+  StepSamples,
+  adapt_tasks,
+  adaptation_metrics,
+  draw_task_groups,
+  group_rows,
+  resolve_candidates,
+  timed,
+  timing_metrics,
+)
+from rla_jax.rl.rewards import step_mask_from_lengths
+from rla_jax.rl.seeds import derive_seed
+from rla_jax.rl.training_data import RewardConfig, task_samples
+
+BACKENDS = ("miniwob", "osworld")
+
+
+def critic_summary(episodes: list[GuiEpisode], scores: np.ndarray) -> str:
+  """A task's critic feedback from its rollouts and the judge's votes
+  scores [N, K, m]: success rate, valid-action rate, the share of steps
+  judged as progress, and the steps judged worst."""
+  steps = [(n, k) for n, e in enumerate(episodes) for k in range(e.num_steps)]
+  if not steps:
+    return "no steps"
+  mean = {(n, k): float(scores[n, k].mean()) for n, k in steps}
+  worst = sorted(steps, key=lambda nk: mean[nk])[:2]
+  valid = np.mean([v for e in episodes for v in e.valid_actions])
+  lines = [
+    f"success {np.mean([e.won for e in episodes]):.2f} over "
+    f"{len(episodes)} rollouts; valid actions {valid:.2f}; steps judged "
+    f"as progress {np.mean([mean[s] > 0 for s in steps]):.2f}",
+  ]
+  for n, k in worst:
+    a = episodes[n].actions[k]
+    what = a.summary() if hasattr(a, "summary") else f"invalid: {a.reason}"
+    lines.append(f"rollout {n} step {k + 1} ({what[:60]}): {mean[n, k]:+.2f}")
+  return "\n".join(lines)
+
+
+class GuiLoop(LoopBase):
+  """Qwen3-VL policy + screenshot judge + adaptive MiniWoB++ task set."""
+
+  title = "RLAnything on GUI tasks"
+
+  # ------------------------------------------------------------ models
+  def check_config(self) -> None:
+    c = self.config
+    RewardConfig.from_config(c.reward)
+    if c.env.backend not in BACKENDS:
+      raise ConfigError(
+        f"config env.backend={c.env.backend!r} must be one of {BACKENDS}"
+      )
+    if c.env.backend == "osworld":
+      raise ConfigError(
+        "config env.backend='osworld': the OSWorld adapter "
+        "(rla_jax/envs/gui/osworld.py) is built, but the loop's OSWorld "
+        "task set (example configs and template variants) is not wired "
+        "yet; see docs/GUI.md"
+      )
+    if c.env.num_tasks < 1 or c.env.num_slots < c.env.num_tasks:
+      raise ConfigError(
+        f"config env.num_slots={c.env.num_slots} must be >= "
+        f"env.num_tasks={c.env.num_tasks} >= 1"
+      )
+    if c.env.history_images < 1:
+      raise ConfigError(
+        f"config env.history_images={c.env.history_images} must be >= 1"
+      )
+
+  def model_dirs(self) -> dict:
+    if uses_given_models(self.config):
+      dirs = super().model_dirs()
+    else:
+      from rla_jax.warmstart.gui import embedded_gui_models
+
+      dirs = primary_builds_first(
+        lambda: embedded_gui_models(self.config, log=self.log),
+        "rla_jax_gui_models",
+      )
+    self.vl_cfg = Qwen3VLConfig.from_json_file(
+      os.path.join(dirs["policy_dir"], "config.json")
+    )
+    self.encoder = ScreenshotEncoder(
+      vision_inputs.load_image_processor(dirs["policy_dir"], self.vl_cfg),
+      self.vl_cfg,
+    )
+    return dirs
+
+  def load_model(self, path: str, **kw):
+    return load_qwen3_vl(path, **kw)
+
+  def sampler_options(self, role: str) -> dict:
+    """One image grid (the fixed screenshot size), and image counts padded
+    to the most a call holds, so every image call of a batch bucket shares
+    one program."""
+    c = self.config
+    h, w = 210 * c.env.screenshot_scale, 160 * c.env.screenshot_scale
+    grid = self.encoder.image(np.zeros((h, w, 3), np.uint8)).grid
+    if role == "policy":
+      most = c.env.num_browsers * c.env.history_images
+    else:
+      most = 3 * max(1, c.reward.judge_batch // c.reward.m)
+    return {"image_grids": [grid], "images_per_grid": most}
+
+  # ------------------------------------------------------------ tasks
+  def build_tasks(self):
+    from rla_jax.envs.gui.miniwob import MiniWobConfig, MiniWobEnvironment
+
+    c = self.config
+    families, levels = tuple(c.env.families), tuple(c.env.levels)
+    train = gui_task_set(
+      families, levels, c.env.num_slots, c.seed * 1000, c.env.max_steps
+    )
+    self.registry = {t.task_id: t for t in train}
+    self.pool = TaskPool(
+      list(self.registry), low=c.adaptation.low, high=c.adaptation.high
+    )
+    # Held-out instances: seeds far from the training ones.
+    self.eval_tasks = gui_task_set(
+      families, levels, c.eval.num_tasks, 10**6 + c.eval.seed, c.env.max_steps
+    )
+    self.env = MiniWobEnvironment(
+      MiniWobConfig(
+        num_envs=c.env.num_browsers, screenshot_scale=c.env.screenshot_scale
+      )
+    )
+    self.reward_cfg = RewardConfig.from_config(c.reward)
+
+  def task_state(self) -> dict:
+    return {
+      "pool": self.pool.to_dict(),
+      "registry": {k: t.to_dict() for k, t in self.registry.items()},
+    }
+
+  def load_task_state(self, d: dict) -> None:
+    self.pool = TaskPool.from_dict(d["pool"])
+    self.registry = {k: GuiTask.from_dict(v) for k, v in d["registry"].items()}
+
+  # ------------------------------------------------------------ pieces
+  @staticmethod
+  def _sampling(section) -> SamplingParams:
+    return SamplingParams(
+      temperature=section.temperature,
+      top_p=section.top_p,
+      greedy=section.greedy,
+    )
+
+  def _play(self, tasks, seed, section, timings, phase="rollout"):
+    return rollout_gui_episodes(
+      tasks,
+      self.env,
+      self.policy_sampler,
+      self.tokenizer,
+      self.encoder,
+      seed=seed,
+      params=self._sampling(section),
+      history_images=self.config.env.history_images,
+      timings=timings,
+      progress=self.progress.phase,
+      phase=phase,
+    )
+
+  # ------------------------------------------------------------ one step
+  def run_step(self, step: int) -> dict:
+    """One RL step (module docstring); randomness from (seed, step)."""
+    c, t = self.config, {}
+    drawn = self.pool.sample_active(
+      c.env.num_tasks, np.random.default_rng([c.seed, step, 4])
+    )
+    groups = draw_task_groups(drawn, self.pool)
+    n = c.env.rollouts_per_task
+    tasks = [self.registry[g.task_id] for g in groups for _ in range(n)]
+    episodes = self._play(tasks, derive_seed(c.seed, step, 1), c.rollout, t)
+    rows = group_rows(len(groups), n)
+    rolled = StepRollouts(
+      tuple(groups),
+      rows,
+      tuple(float(np.mean([episodes[r].won for r in g])) for g in rows),
+    )
+    resolution = resolve_candidates(self.pool, self.registry, rolled, step)
+    scores, mask, judged = self._judge_used(
+      episodes, rolled, resolution, step, t
+    )
+    samples = StepSamples()
+    for i in rolled.used_indices(resolution):
+      policy, reward, stats = task_samples(
+        episodes,
+        scores,
+        mask,
+        judged,
+        rolled.rows[i],
+        self.reward_cfg,
+        train_rm=c.reward.train_rm,
+      )
+      samples.policy += policy
+      samples.reward += reward
+      samples.policy_tasks_in_band += stats["policy_in_band"]
+      samples.rm_tasks_in_band += stats["rm_in_band"]
+    metrics = self.train_models(samples, t)
+    with timed(t, "adaptation"):
+      proposed = self._adapt(episodes, scores, rolled, resolution, step)
+    metrics.update(self._step_metrics(episodes, scores, mask, judged, rolled))
+    metrics.update(
+      {
+        "train/policy_samples": len(samples.policy),
+        "train/rm_samples": len(samples.reward),
+        "env/accepted_this_step": resolution.num_accepted,
+        **adaptation_metrics(self.pool, proposed),
+      }
+    )
+    metrics.update(timing_metrics(t))
+    self._save_frames(episodes[0], step)
+    return metrics
+
+  def _judge_used(self, episodes, rolled, resolution, step, timings):
+    """Phase 4: (scores [E, K, m], mask [E, K], judgements or None)."""
+    c = self.config
+    need = c.reward.use_judge_signal or c.reward.train_rm
+    if not need:
+      mask = step_mask_from_lengths([e.num_steps for e in episodes])
+      return np.zeros((*mask.shape, 1)), mask, None
+    used = [
+      resolution.is_used(g)
+      for g, rows in zip(rolled.groups, rolled.rows, strict=True)
+      for _ in rows
+    ]
+    with timed(timings, "rm_sampling"):
+      judged = judge_gui_episodes(
+        episodes,
+        self.reward_sampler,
+        self.tokenizer,
+        self.encoder,
+        m=c.reward.m,
+        seed=derive_seed(c.seed, step, 2),
+        params=self._sampling(c.reward.judge_sampling),
+        batch_size=c.reward.judge_batch,
+        include=used,
+        progress=self.progress.phase,
+      )
+    return judged.scores, judged.mask, judged
+
+  def _adapt(self, episodes, scores, rolled, resolution, step) -> int:
+    """Phase 7: family rewrites for the slots outside the band (acc <= low
+    -> easier, the ALFWorld/GUI rule), each with its critic summary."""
+    if not self.config.adaptation.enabled:
+      return 0
+
+    def propose(i, direction):
+      task = self.registry[rolled.groups[i].task_id]
+      variant = propose_gui_variant(task, direction)
+      rows = rolled.rows[i]
+      self._write_critic(
+        step,
+        task,
+        direction,
+        variant,
+        critic_summary([episodes[r] for r in rows], scores[rows]),
+      )
+      return variant
+
+    return adapt_tasks(
+      self.pool,
+      self.registry,
+      rolled,
+      resolution,
+      propose,
+      variant_id=lambda task: task.task_id,
+      low_inclusive=True,
+    )
+
+  def _write_critic(self, step, task, direction, variant, summary) -> None:
+    if not self.is_primary:
+      return
+    record = {
+      "step": step,
+      "task": task.task_id,
+      "direction": direction,
+      "variant": None if variant is None else variant.task_id,
+      "critic_summary": summary,
+    }
+    path = os.path.join(self.workdir, "critic_summaries.jsonl")
+    with open(path, "a") as f:
+      f.write(json.dumps(record) + "\n")
+
+  def _save_frames(self, episode: GuiEpisode, step: int) -> None:
+    """The step's first episode as PNG frames with its actions drawn."""
+    if self.is_primary:
+      save_episode_frames(
+        episode.screenshots,
+        episode.actions,
+        os.path.join(self.workdir, "episodes", f"step_{step:04d}"),
+      )
+
+  def _step_metrics(self, episodes, scores, mask, judged, rolled) -> dict:
+    """Rollout metrics over the active tasks' episodes (none when every
+    group was a candidate), and the judge's vote rates."""
+    active = [r for i in rolled.active_indices() for r in rolled.rows[i]]
+    out = (
+      {}
+      if not active
+      else {
+        "train/rollout_accuracy": float(
+          np.mean([episodes[r].won for r in active])
+        ),
+        "train/mean_episode_steps": float(
+          np.mean([episodes[r].num_steps for r in active])
+        ),
+        "train/valid_action_rate": float(
+          np.mean([v for r in active for v in episodes[r].valid_actions] or [0])
+        ),
+      }
+    )
+    if judged is not None and mask.any():
+      out["train/judge_positive_rate"] = float((scores[mask] > 0).mean())
+      out["train/judge_unparseable_rate"] = float((scores[mask] == 0).mean())
+    return out
+
+  # ------------------------------------------------------------ eval
+  def evaluate(self, step: int) -> dict:
+    """Held-out page instances, one rollout each at the eval sampling, the
+    same seeds at every evaluation (paired)."""
+    c = self.config
+    episodes = self._play(
+      self.eval_tasks, derive_seed(c.eval.seed, 0), c.eval, {}, phase="eval"
+    )
+    return {
+      "eval/success": float(np.mean([e.won for e in episodes])),
+      "eval/valid_action_rate": float(
+        np.mean([v for e in episodes for v in e.valid_actions] or [0])
+      ),
+      "eval/mean_episode_steps": float(
+        np.mean([e.num_steps for e in episodes])
+      ),
+    }
+
+  def run(self):
+    try:
+      return super().run()
+    finally:
+      self.env.close()

@@ -1,0 +1,310 @@
+"""Host-side GUI rollouts with a Qwen3-VL policy, and the screenshot judge.
+
+`rollout_gui_episodes` plays tasks in waves of the environment's slots: at
+every turn each live agent's prompt (the task, its earlier actions and its
+last screenshots) is rendered and ALL live agents are sampled in one
+sampler call; replies are parsed by the restricted computer-use parser
+(`envs.gui.actions.parse_action`: model output is never executed as code)
+and applied by the environment. Every step keeps its prompt ids, prompt
+images, response ids and behaviour log-probs, so a training sample is
+exactly what was sampled.
+
+`judge_gui_episodes` builds the reference's screenshot-judge prompt for
+every step (previous screenshot and action, current screenshot, the
+agent's response, the next screenshot) and samples m judgements each.
+
+Single-process: the browsers live on the host that runs the loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from rla_jax.envs.gui.actions import GuiAction, InvalidAction, parse_action
+from rla_jax.envs.gui.tasks import GuiTask
+from rla_jax.metrics.progress import ProgressFn
+from rla_jax.models.qwen3_vl import inputs as vision_inputs
+from rla_jax.rl import gui_prompts
+from rla_jax.rl.alfworld_rollout import SamplingParams
+from rla_jax.rl.parsing import parse_boxed_score
+from rla_jax.rl.seeds import derive_seed
+from rla_jax.tokenizer import render_chat
+
+
+@dataclasses.dataclass(frozen=True)
+class ScreenshotEncoder:
+  """Screenshots -> `Image`s, and prompts with images -> token ids.
+
+  processor: the Qwen3-VL image processor (`inputs.image_processor`);
+  vl_cfg: the model's `Qwen3VLConfig`."""
+
+  processor: object
+  vl_cfg: object
+
+  def image(self, screenshot: np.ndarray) -> vision_inputs.Image:
+    (image,) = vision_inputs.preprocess(self.processor, [screenshot])
+    return image
+
+  def prompt_ids(self, tokenizer, text: str, images) -> list[int]:
+    """A one-turn chat prompt whose IMAGE placeholders hold `images`."""
+    chat = render_chat(tokenizer, [{"role": "user", "content": text}])
+    ids = tokenizer.encode(chat, add_special_tokens=False)
+    return vision_inputs.expand_image_pads(ids, images, self.vl_cfg)
+
+
+def action_summary(action: GuiAction | InvalidAction) -> str:
+  """The one line the history shows for an action."""
+  if isinstance(action, InvalidAction):
+    return f"invalid action ({action.reason[:60]})"
+  return action.summary()
+
+
+@dataclasses.dataclass
+class GuiEpisode:
+  """One trajectory: screenshots / images have num_steps + 1 entries;
+  per step the prompt (ids, images), the reply (text, ids, behaviour
+  log-probs) and the parsed action."""
+
+  task: GuiTask
+  instruction: str = ""
+  screenshots: list[np.ndarray] = dataclasses.field(default_factory=list)
+  images: list[vision_inputs.Image] = dataclasses.field(default_factory=list)
+  actions: list[GuiAction | InvalidAction] = dataclasses.field(
+    default_factory=list
+  )
+  prompt_ids: list[list[int]] = dataclasses.field(default_factory=list)
+  prompt_images: list[list[vision_inputs.Image]] = dataclasses.field(
+    default_factory=list
+  )
+  response_texts: list[str] = dataclasses.field(default_factory=list)
+  response_ids: list[list[int]] = dataclasses.field(default_factory=list)
+  logprobs: list[np.ndarray] = dataclasses.field(default_factory=list)
+  won: bool = False
+
+  @property
+  def task_id(self) -> str:
+    return self.task.task_id
+
+  @property
+  def num_steps(self) -> int:
+    return len(self.actions)
+
+  @property
+  def valid_actions(self) -> list[bool]:
+    return [isinstance(a, GuiAction) for a in self.actions]
+
+
+def _policy_prompt(ep: GuiEpisode, encoder, tokenizer, history_images: int):
+  images = ep.images[-history_images:]
+  text = gui_prompts.policy_prompt(
+    ep.instruction, [action_summary(a) for a in ep.actions], len(images)
+  )
+  return encoder.prompt_ids(tokenizer, text, images), images
+
+
+def rollout_gui_episodes(
+  tasks: Sequence[GuiTask],
+  env,
+  sampler,
+  tokenizer,
+  encoder: ScreenshotEncoder,
+  *,
+  seed: int,
+  params: SamplingParams,
+  history_images: int = 1,
+  timings: dict | None = None,
+  progress: ProgressFn | None = None,
+  phase: str = "rollout",
+) -> list[GuiEpisode]:
+  """Plays every task once; returns one GuiEpisode per task, in order.
+
+  Tasks run in waves of env.num_envs slots. Episode g's noise at turn t
+  comes from its own stream (sampler row seed g, call seed (seed, wave,
+  t)). timings, if given, accumulates "env" and "policy_sampling" seconds.
+  """
+  timings = {} if timings is None else timings
+  timings.setdefault("env", 0.0)
+  timings.setdefault("policy_sampling", 0.0)
+  episodes: list[GuiEpisode] = []
+  N = env.num_envs
+  for wave, start in enumerate(range(0, len(tasks), N)):
+    batch = list(tasks[start : start + N])
+    episodes += _play_wave(
+      batch,
+      start,
+      env,
+      sampler,
+      tokenizer,
+      encoder,
+      seed=derive_seed(seed, wave),
+      params=params,
+      history_images=history_images,
+      timings=timings,
+    )
+    if progress is not None:
+      progress(phase, len(episodes), len(tasks), "episodes ended")
+  return episodes
+
+
+def _observe(ep: GuiEpisode, obs, encoder) -> None:
+  ep.screenshots.append(obs.screenshot)
+  ep.images.append(encoder.image(obs.screenshot))
+  ep.instruction = ep.instruction or obs.instruction
+
+
+def _play_wave(
+  tasks,
+  offset,
+  env,
+  sampler,
+  tokenizer,
+  encoder,
+  *,
+  seed,
+  params,
+  history_images,
+  timings,
+) -> list[GuiEpisode]:
+  """One wave: tasks[i] in slot i (idle slots replay tasks[0], unused)."""
+  t0 = time.perf_counter()
+  N = env.num_envs
+  pages = [t.page for t in tasks] + [tasks[0].page] * (N - len(tasks))
+  seeds = [t.seed for t in tasks] + [tasks[0].seed] * (N - len(tasks))
+  obs = env.reset(pages, seeds)
+  episodes = [GuiEpisode(task) for task in tasks]
+  for ep, o in zip(episodes, obs, strict=False):
+    _observe(ep, o, encoder)
+  done = [bool(o.done) for o in obs[: len(tasks)]]
+  timings["env"] += time.perf_counter() - t0
+  for turn in range(max(t.max_steps for t in tasks)):
+    live = [
+      i
+      for i, ep in enumerate(episodes)
+      if not done[i] and ep.num_steps < ep.task.max_steps
+    ]
+    if not live:
+      break
+    t0 = time.perf_counter()
+    prompts = {
+      i: _policy_prompt(episodes[i], encoder, tokenizer, history_images)
+      for i in live
+    }
+    out = sampler.generate(
+      [prompts[i][0] for i in live],
+      images=[prompts[i][1] for i in live],
+      seed=derive_seed(seed, turn),
+      row_seeds=[offset + i for i in live],
+      **dataclasses.asdict(params),
+    )
+    actions: list = [None] * N
+    for j, i in enumerate(live):
+      ep = episodes[i]
+      text = tokenizer.decode(out.tokens[j], skip_special_tokens=True)
+      height, width = ep.screenshots[-1].shape[:2]
+      action = parse_action(text, width, height)
+      ep.prompt_ids.append(prompts[i][0])
+      ep.prompt_images.append(prompts[i][1])
+      ep.response_texts.append(text)
+      ep.response_ids.append(out.tokens[j])
+      ep.logprobs.append(out.logprobs[j])
+      ep.actions.append(action)
+      actions[i] = action
+    t1 = time.perf_counter()
+    timings["policy_sampling"] += t1 - t0
+    obs = env.step(actions)
+    for i in live:
+      _observe(episodes[i], obs[i], encoder)
+      episodes[i].won = bool(obs[i].success)
+      done[i] = bool(obs[i].done)
+    timings["env"] += time.perf_counter() - t1
+  return episodes
+
+
+@dataclasses.dataclass(frozen=True)
+class GuiJudgements:
+  """m judgements of every step: scores [N, K, m] in {+1, -1, 0} (0 =
+  unparseable; padded steps 0), mask [N, K] real steps; prompt ids and
+  images [n][k], response ids / texts and log-probs [n][k][j]."""
+
+  scores: np.ndarray
+  mask: np.ndarray
+  prompt_ids: list
+  prompt_images: list
+  response_ids: list
+  logprobs: list
+  response_texts: list
+
+
+def judge_prompt(ep: GuiEpisode, k: int, encoder, tokenizer):
+  """Step k's judge prompt (ids, images): [previous,] current, next."""
+  summaries = [action_summary(a) for a in ep.actions]
+  has_previous = k > 0
+  text = gui_prompts.judge_prompt(
+    ep.instruction,
+    summaries[: max(k - 1, 0)],
+    has_previous,
+    summaries[k - 1] if has_previous else "",
+    ep.response_texts[k],
+  )
+  images = ([ep.images[k - 1]] if has_previous else []) + [
+    ep.images[k],
+    ep.images[k + 1],
+  ]
+  return encoder.prompt_ids(tokenizer, text, images), images
+
+
+def judge_gui_episodes(
+  episodes: Sequence[GuiEpisode],
+  sampler,
+  tokenizer,
+  encoder: ScreenshotEncoder,
+  *,
+  m: int,
+  seed: int,
+  params: SamplingParams,
+  batch_size: int = 16,
+  include: Sequence[bool] | None = None,
+  progress: ProgressFn | None = None,
+) -> GuiJudgements:
+  """m judgements of every step of every episode (of those with
+  include[n]; the others get mask False and score 0)."""
+  N = len(episodes)
+  K = max([e.num_steps for e in episodes] + [1])
+  scores = np.zeros((N, K, m), np.int32)
+  mask = np.zeros((N, K), bool)
+  p_ids = [[None] * e.num_steps for e in episodes]
+  p_img = [[None] * e.num_steps for e in episodes]
+  r_ids = [[[None] * m for _ in range(e.num_steps)] for e in episodes]
+  r_txt = [[[None] * m for _ in range(e.num_steps)] for e in episodes]
+  lps = [[[None] * m for _ in range(e.num_steps)] for e in episodes]
+  jobs = []
+  for n, e in enumerate(episodes):
+    if include is not None and not include[n]:
+      continue
+    for k in range(e.num_steps):
+      mask[n, k] = True
+      p_ids[n][k], p_img[n][k] = judge_prompt(e, k, encoder, tokenizer)
+      jobs.append((n, k))
+  per_call = max(1, batch_size // m)
+  for start in range(0, len(jobs), per_call):
+    chunk = jobs[start : start + per_call]
+    out = sampler.generate(
+      [p_ids[n][k] for n, k in chunk],
+      images=[p_img[n][k] for n, k in chunk],
+      seed=derive_seed(seed, start),
+      num_samples=m,
+      **dataclasses.asdict(params),
+    )
+    for i, (n, k) in enumerate(chunk):
+      for j in range(m):
+        toks, lp = out.tokens[i * m + j], out.logprobs[i * m + j]
+        text = tokenizer.decode(toks, skip_special_tokens=True)
+        scores[n, k, j] = parse_boxed_score(text)
+        r_ids[n][k][j], r_txt[n][k][j], lps[n][k][j] = toks, text, lp
+    if progress is not None:
+      progress("judge", start + len(chunk), len(jobs), "steps judged")
+  return GuiJudgements(scores, mask, p_ids, p_img, r_ids, lps, r_txt)
