@@ -8,10 +8,10 @@ Presets:
            model is not expected to learn at this size.
   smoke    a minute-long version of default for tests.
   paper    the paper's setting: Qwen3-VL-8B policy and judge from local HF
-           directories, 12 tasks x 8 rollouts, 30 steps, lr 1e-6, on
-           OSWorld (env.backend="osworld": the adapter is built, the loop's
-           OSWorld task set is not wired yet, so this preset stops with a
-           clear error; docs/GUI.md).
+           directories (config.model.*_dir), 12 tasks x 8 rollouts, 30
+           steps, lr 1e-6, on OSWorld desktops (desktop-env with a VM or
+           Docker provider; env.osworld.examples_dir: OSWorld's example
+           JSONs; docs/GUI.md).
 """
 
 import ml_collections
@@ -69,6 +69,28 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       "screenshot_scale": 1,
       # Screenshots in the policy prompt (the current one and earlier).
       "history_images": 1,
+      # env.backend="osworld" (rla_jax/envs/gui/osworld.py, docs/GUI.md).
+      "osworld": ml_collections.ConfigDict(
+        {
+          # OSWorld example JSONs (evaluation_examples/examples).
+          "examples_dir": "",
+          # A recorded trajectory directory served instead of VMs (tests).
+          "recorded_dir": "",
+          # DesktopEnv(**desktop): provider, OS, action space.
+          "desktop": ml_collections.ConfigDict(
+            {
+              "provider_name": "docker",
+              "os_type": "Ubuntu",
+              "action_space": "pyautogui",
+              "headless": True,
+            }
+          ),
+          "screen_width": 1920,
+          "screen_height": 1080,
+          "pause_seconds": 2.0,
+          "reset_wait_seconds": 60.0,
+        }
+      ),
     }
   )
   c.rollout = ml_collections.ConfigDict(

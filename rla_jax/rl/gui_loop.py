@@ -1,5 +1,6 @@
 """The RLAnything closed loop in the GUI setting (MiniWoB++ in headless
-Chromium, a Qwen3-VL policy and a Qwen3-VL screenshot judge).
+Chromium, or OSWorld desktops; a Qwen3-VL policy and a Qwen3-VL screenshot
+judge).
 
 One RL step (`run_step`; all randomness derived from (seed, step)), its
 phases in the order the code runs them (`rla_jax.rl.phases`):
@@ -29,7 +30,15 @@ import os
 import numpy as np
 
 from rla_jax.envs.gui.render import save_episode_frames
-from rla_jax.envs.gui.tasks import GuiTask, gui_task_set, propose_gui_variant
+from rla_jax.envs.gui.tasks import (
+  MAX_STEPS,
+  GuiTask,
+  OSWorldTask,
+  gui_task_set,
+  load_osworld_examples,
+  propose_gui_variant,
+  propose_osworld_variant,
+)
 from rla_jax.errors import ConfigError
 from rla_jax.models.qwen3_vl import Qwen3VLConfig, load_qwen3_vl
 from rla_jax.models.qwen3_vl import inputs as vision_inputs
@@ -99,13 +108,13 @@ class GuiLoop(LoopBase):
       raise ConfigError(
         f"config env.backend={c.env.backend!r} must be one of {BACKENDS}"
       )
-    if c.env.backend == "osworld":
+    if c.preset == "paper" and not uses_given_models(c):
       raise ConfigError(
-        "config env.backend='osworld': the OSWorld adapter "
-        "(rla_jax/envs/gui/osworld.py) is built, but the loop's OSWorld "
-        "task set (example configs and template variants) is not wired "
-        "yet; see docs/GUI.md"
+        "config gui:paper needs config.model.policy_dir, reward_dir and "
+        "tokenizer_dir (local Qwen3-VL-8B directories)"
       )
+    if c.env.backend == "osworld":
+      self._check_osworld(c.env.osworld)
     if c.env.num_tasks < 1 or c.env.num_slots < c.env.num_tasks:
       raise ConfigError(
         f"config env.num_slots={c.env.num_slots} must be >= "
@@ -114,6 +123,29 @@ class GuiLoop(LoopBase):
     if c.env.history_images < 1:
       raise ConfigError(
         f"config env.history_images={c.env.history_images} must be >= 1"
+      )
+
+  @staticmethod
+  def _check_osworld(o) -> None:
+    """env.osworld: an examples directory, and desktop-env unless the
+    desktops are recorded trajectories (recorded_dir)."""
+    import importlib.util
+
+    if not o.examples_dir or not os.path.isdir(o.examples_dir):
+      raise ConfigError(
+        f"config env.osworld.examples_dir={o.examples_dir!r}: set it to a "
+        "directory of OSWorld example JSONs (OSWorld's "
+        "evaluation_examples/examples)"
+      )
+    if o.recorded_dir:
+      if not os.path.isdir(o.recorded_dir):
+        raise ConfigError(
+          f"config env.osworld.recorded_dir={o.recorded_dir!r} not found"
+        )
+    elif importlib.util.find_spec("desktop_env") is None:
+      raise ConfigError(
+        "config env.backend='osworld' needs the desktop-env package "
+        "(pip install desktop-env) and a VM provider (docs/GUI.md)"
       )
 
   def model_dirs(self) -> dict:
@@ -143,7 +175,10 @@ class GuiLoop(LoopBase):
     to the most a call holds, so every image call of a batch bucket shares
     one program."""
     c = self.config
-    h, w = 210 * c.env.screenshot_scale, 160 * c.env.screenshot_scale
+    if c.env.backend == "osworld":
+      h, w = c.env.osworld.screen_height, c.env.osworld.screen_width
+    else:
+      h, w = 210 * c.env.screenshot_scale, 160 * c.env.screenshot_scale
     grid = self.encoder.image(np.zeros((h, w, 3), np.uint8)).grid
     if role == "policy":
       most = c.env.num_browsers * c.env.history_images
@@ -153,6 +188,53 @@ class GuiLoop(LoopBase):
 
   # ------------------------------------------------------------ tasks
   def build_tasks(self):
+    c = self.config
+    if c.env.backend == "osworld":
+      self._build_osworld_tasks()
+    else:
+      self._build_miniwob_tasks()
+    self.reward_cfg = RewardConfig.from_config(c.reward)
+
+  def _build_osworld_tasks(self) -> None:
+    """Training tasks: the first env.num_slots examples (sorted ids) of
+    env.osworld.examples_dir; evaluation: the next eval.num_tasks (the
+    first ones again when the directory holds no more)."""
+    from rla_jax.envs.gui.osworld import OSWorldEnvironment, RecordedDesktop
+
+    c, o = self.config, self.config.env.osworld
+    try:
+      examples = load_osworld_examples(o.examples_dir)
+    except ValueError as e:
+      raise ConfigError(f"config env.osworld.examples_dir: {e}") from None
+    ids = sorted(examples)
+    n = c.env.num_slots
+    train = [OSWorldTask(i, c.env.max_steps) for i in ids[:n]]
+    rest = ids[n:] or ids
+    self.eval_tasks = [
+      OSWorldTask(i, c.env.max_steps) for i in rest[: c.eval.num_tasks]
+    ]
+    self._set_tasks(train)
+    factory = (
+      (lambda: RecordedDesktop(o.recorded_dir)) if o.recorded_dir else None
+    )
+    self.env = OSWorldEnvironment(
+      examples,
+      num_envs=c.env.num_browsers,
+      desktop_kwargs=o.desktop.to_dict(),
+      desktop_factory=factory,
+      pause_seconds=o.pause_seconds,
+      reset_wait_seconds=o.reset_wait_seconds,
+      max_steps=MAX_STEPS,  # the loop ends episodes at their task's budget
+    )
+
+  def _set_tasks(self, train) -> None:
+    c = self.config
+    self.registry = {t.task_id: t for t in train}
+    self.pool = TaskPool(
+      list(self.registry), low=c.adaptation.low, high=c.adaptation.high
+    )
+
+  def _build_miniwob_tasks(self) -> None:
     from rla_jax.envs.gui.miniwob import MiniWobConfig, MiniWobEnvironment
 
     c = self.config
@@ -160,10 +242,7 @@ class GuiLoop(LoopBase):
     train = gui_task_set(
       families, levels, c.env.num_slots, c.seed * 1000, c.env.max_steps
     )
-    self.registry = {t.task_id: t for t in train}
-    self.pool = TaskPool(
-      list(self.registry), low=c.adaptation.low, high=c.adaptation.high
-    )
+    self._set_tasks(train)
     # Held-out instances: seeds far from the training ones.
     self.eval_tasks = gui_task_set(
       families, levels, c.eval.num_tasks, 10**6 + c.eval.seed, c.env.max_steps
@@ -173,7 +252,6 @@ class GuiLoop(LoopBase):
         num_envs=c.env.num_browsers, screenshot_scale=c.env.screenshot_scale
       )
     )
-    self.reward_cfg = RewardConfig.from_config(c.reward)
 
   def task_state(self) -> dict:
     return {
@@ -183,7 +261,8 @@ class GuiLoop(LoopBase):
 
   def load_task_state(self, d: dict) -> None:
     self.pool = TaskPool.from_dict(d["pool"])
-    self.registry = {k: GuiTask.from_dict(v) for k, v in d["registry"].items()}
+    task = OSWorldTask if self.config.env.backend == "osworld" else GuiTask
+    self.registry = {k: task.from_dict(v) for k, v in d["registry"].items()}
 
   # ------------------------------------------------------------ pieces
   @staticmethod
@@ -296,7 +375,10 @@ class GuiLoop(LoopBase):
 
     def propose(i, direction):
       task = self.registry[rolled.groups[i].task_id]
-      variant = propose_gui_variant(task, direction)
+      if isinstance(task, OSWorldTask):
+        variant = propose_osworld_variant(task, direction)
+      else:
+        variant = propose_gui_variant(task, direction)
       rows = rolled.rows[i]
       self._write_critic(
         step,

@@ -174,6 +174,8 @@ def _play_wave(
   N = env.num_envs
   pages = [t.page for t in tasks] + [tasks[0].page] * (N - len(tasks))
   seeds = [t.seed for t in tasks] + [tasks[0].seed] * (N - len(tasks))
+  if hasattr(env, "set_step_limits"):  # OSWorld: evaluate at the budget
+    env.set_step_limits([t.max_steps for t in tasks] + [0] * (N - len(tasks)))
   obs = env.reset(pages, seeds)
   episodes = [GuiEpisode(task) for task in tasks]
   for ep, o in zip(episodes, obs, strict=False):

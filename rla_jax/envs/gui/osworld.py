@@ -145,6 +145,7 @@ class _Slot:
   instruction: str = ""
   screenshot: np.ndarray | None = None
   final: GuiObservation | None = None
+  step_limit: int = 0  # this episode's budget (0: the environment's)
 
 
 class OSWorldEnvironment:
@@ -189,6 +190,14 @@ class OSWorldEnvironment:
   @property
   def num_envs(self) -> int:
     return len(self._slots)
+
+  def set_step_limits(self, limits: Sequence[int]) -> None:
+    """Per-slot step budgets of the episodes the next `reset` starts (a
+    task's budget): at its limit an episode ends and is evaluated, as at
+    max_steps. 0 = max_steps."""
+    check_batch("limits", limits, self.num_envs)
+    for slot, limit in zip(self._slots, limits, strict=True):
+      slot.step_limit = int(limit)
 
   def reset(
     self, task_ids: Sequence[str], seeds: Sequence[int]
@@ -248,7 +257,8 @@ class OSWorldEnvironment:
         info["invalid_reason"] = action.reason
       observed = slot.desktop._get_obs()
     slot.screenshot = decode_screenshot(observed["screenshot"])
-    if not done and slot.steps >= self.max_steps:
+    limit = slot.step_limit or self.max_steps
+    if not done and slot.steps >= limit:
       info["truncated"] = done = True
     if not done:
       return self._observation(slot, 0.0, False, info)

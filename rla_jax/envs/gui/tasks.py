@@ -118,3 +118,75 @@ def gui_task_set(
     GuiTask(*pairs[i % len(pairs)], seed=seed + i, max_steps=max_steps)
     for i in range(num_tasks)
   ]
+
+
+@dataclasses.dataclass(frozen=True)
+class OSWorldTask:
+  """One OSWorld example (by id) with a step budget. Its rewrites keep the
+  example and move the budget (harder: one step fewer; easier: two more):
+  OSWorld's template variants (other evaluators, hints) need the pre-built
+  example set the reference ships, which these machines do not have."""
+
+  example_id: str
+  max_steps: int
+  seed: int = 0  # OSWorld examples are not seeded
+
+  def __post_init__(self):
+    if not MIN_STEPS <= self.max_steps <= MAX_STEPS:
+      raise ValueError(
+        f"OSWorld task max_steps {self.max_steps} not in "
+        f"[{MIN_STEPS}, {MAX_STEPS}]"
+      )
+
+  @property
+  def page(self) -> str:
+    """The example id the environment resets to."""
+    return self.example_id
+
+  @property
+  def task_id(self) -> str:
+    return f"{self.example_id}/{self.max_steps}"
+
+  def to_dict(self) -> dict[str, Any]:
+    return dataclasses.asdict(self)
+
+  @classmethod
+  def from_dict(cls, d: dict[str, Any]) -> OSWorldTask:
+    return cls(**d)
+
+
+def propose_osworld_variant(
+  task: OSWorldTask, direction: str
+) -> OSWorldTask | None:
+  """The step-budget rewrite of an OSWorld task (`OSWorldTask`); None at
+  the budget's bounds."""
+  if direction not in ("harder", "easier"):
+    raise ValueError(
+      f"direction must be 'harder' or 'easier', got {direction!r}"
+    )
+  steps = task.max_steps + (-1 if direction == "harder" else 2)
+  if not MIN_STEPS <= steps <= MAX_STEPS:
+    return None
+  return dataclasses.replace(task, max_steps=steps)
+
+
+def load_osworld_examples(directory: str) -> dict[str, dict[str, Any]]:
+  """{example id: example config} of every OSWorld example JSON (an object
+  with "id" and "instruction") under directory, recursively."""
+  import json
+  import pathlib
+
+  root = pathlib.Path(directory)
+  if not root.is_dir():
+    raise ValueError(f"OSWorld examples directory {directory!r} not found")
+  examples = {}
+  for path in sorted(root.rglob("*.json")):
+    try:
+      d = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+      raise ValueError(f"{path}: malformed JSON: {e}") from None
+    if isinstance(d, dict) and "id" in d and "instruction" in d:
+      examples[str(d["id"])] = d
+  if not examples:
+    raise ValueError(f"no OSWorld example JSONs under {directory!r}")
+  return examples
