@@ -7,14 +7,17 @@ definition and sharding rules) and writes docs/MEMORY_PLAN.md:
 
 --compiled also runs `launch/memory_plan_compiled.py` in subprocesses with 8
 forced CPU devices and adds XLA's compiled memory analysis of a small config
-next to the analytical numbers, and the before/after check
+next to the analytical numbers, the before/after check
 (`BEFORE_AFTER_ARGS`: einsum + whole-batch prefill vs blockwise + 4-row
-pieces at the paper's lengths, predicted vs measured factors).
+pieces at the paper's lengths, predicted vs measured factors), and the
+vision tower check (`vision_compiled_check`, Qwen3-VL-8B widths).
 
 The main tables use what the paper presets run (`memory_model.PAPER`:
 flash-style attention, 4-row prefill pieces) for the AlfWorld workload and
 the coding one (`memory_model.CODING`); "before" columns use the einsum
-attention with a whole-batch prefill.
+attention with a whole-batch prefill. Qwen3-VL-8B in the GUI setting
+(`memory_model.GUI`, and `GUI_AS_CODED` for the current image layout) has
+its own section.
 """
 
 from __future__ import annotations
@@ -945,6 +948,7 @@ def render(
   wl: Workload,
   compiled: dict[str, list[dict]],
   before_after: dict[str, dict] | None = None,
+  vision_check: list | None = None,
 ) -> str:
   L = [
     "# Memory and step-time plan (generated)",
@@ -1090,7 +1094,142 @@ def render(
     L += _compiled_section(rs, title)
   if before_after:
     L += _before_after_section(before_after)
+  if vision_check:
+    L += _vision_check_section(vision_check)
   return "\n".join(L) + "\n"
+
+
+# The vision tower check (compile only, this process's default backend):
+# (mode, attention, depth) at the real widths on one 1920x1080 screenshot.
+VISION_CHECKS = (
+  ("train", "blockwise", 2),
+  ("train", "blockwise", 4),
+  ("train", "einsum", 2),
+  ("encode", "blockwise", 4),
+)
+
+
+def vision_compiled_check(checks=VISION_CHECKS, screen=(1080, 1920)) -> list:
+  """XLA's compiled temporaries of the real `VisionTower` (Qwen3-VL-8B
+  widths, depth cut, one DeepStack merger, bf16 compute) on one screenshot
+  next to the analytical terms: train = jax.grad of the features' sum
+  (the scan keeps every layer: saved + one layer's backward + io of
+  `vision_train_activation_bytes`); encode = the forward
+  (`vision_encode_bytes` + the features)."""
+  import jax
+  import jax.numpy as jnp
+  from flax import nnx
+
+  from rla_jax.models.qwen3_vl.vision import VisionTower
+
+  full = VL_PRESETS["qwen3-vl-8b"]
+  out = []
+  for mode, att, depth in checks:
+    v = dataclasses.replace(
+      full.vision, depth=depth, deepstack_visual_indexes=(0,)
+    )
+    grid = screenshot_grid(v, screen)
+    P = math.prod(grid)
+    tower = nnx.eval_shape(
+      lambda v=v, att=att: VisionTower(
+        v, rngs=nnx.Rngs(0), dtype=jnp.bfloat16, attention=att
+      )
+    )
+    graphdef, state = nnx.split(tower)
+    pixels = jax.ShapeDtypeStruct((1, P, v.patch_dim), jnp.float32)
+
+    def features(state, pixels, graphdef=graphdef, grid=grid):
+      return nnx.merge(graphdef, state)(pixels, grid)
+
+    def loss(state, pixels):
+      f, d = features(state, pixels)
+      return f.astype(jnp.float32).sum() + d.astype(jnp.float32).sum()
+
+    fn = jax.grad(loss) if mode == "train" else features
+    compiled = jax.jit(fn).lower(state, pixels).compile()
+    temp = compiled.memory_analysis().temp_size_in_bytes
+    D = full.text.hidden_size
+    if mode == "train":
+      a = vision_train_activation_bytes(v, 1, P, D, 1, att)
+      analytical = a["saved"] + a["layer"] + a["io"]
+    else:
+      analytical = vision_encode_bytes(v, 1, P, 1, att)
+      analytical += image_feature_bytes(v, 1, P, D)
+    out.append(
+      {
+        "mode": mode,
+        "attention": att,
+        "depth": depth,
+        "patches": P,
+        "backend": jax.default_backend(),
+        "analytical": int(analytical),
+        "compiled": int(temp),
+      }
+    )
+  return out
+
+
+def _vision_check_section(results: list) -> list[str]:
+  rows = [
+    (
+      r["backend"],
+      r["mode"],
+      r["attention"],
+      r["depth"],
+      f"{r['patches']:,}",
+      f"{r['analytical']:,}",
+      f"{r['compiled']:,}",
+      f"{r['compiled'] / r['analytical']:.2f}",
+    )
+    for r in results
+  ]
+  train = sorted(
+    (
+      r
+      for r in results
+      if r["mode"] == "train" and r["attention"] == "blockwise"
+    ),
+    key=lambda r: r["depth"],
+  )
+  L = [
+    "### Vision tower: analytical vs XLA compiled (run now, compile only)",
+    "",
+    "`memory_plan.vision_compiled_check`: the real `VisionTower` at "
+    "Qwen3-VL-8B's widths, depth cut to a few blocks, one 1920x1080 "
+    "screenshot, bf16 compute; XLA `memory_analysis()` temporaries. The "
+    "CPU backend keeps more f32 temporaries than GPU (text model above: "
+    "CPU 1.8-2.5x, H200 0.87-1.16x of the analytical train temp); no GPU "
+    "was available for this check.",
+    "",
+  ]
+  L += _table(
+    (
+      "backend",
+      "mode",
+      "attention",
+      "depth",
+      "patches",
+      "analytical B",
+      "XLA compiled B",
+      "compiled / analytical",
+    ),
+    rows,
+  )
+  if len(train) >= 2:
+    a, b = train[0], train[-1]
+    dl = b["depth"] - a["depth"]
+    per_an = (b["analytical"] - a["analytical"]) / dl
+    per_c = (b["compiled"] - a["compiled"]) / dl
+    L += [
+      "",
+      f"Per extra layer (train, blockwise, depth {a['depth']} -> "
+      f"{b['depth']}): analytical {per_an / GiB:.2f} GiB, compiled "
+      f"{per_c / GiB:.2f} GiB ({per_c / per_an:.1f}x). The plan above uses "
+      "the analytical terms; if GPU memory follows the CPU slope, the "
+      "training phase's vision activations are that much larger, which "
+      "remat of the tower's scan would remove.",
+    ]
+  return L + [""]
 
 
 # The before/after check on 8 forced CPU devices: the paper's lengths
@@ -1223,8 +1362,9 @@ def main(argv=None):
   ap.add_argument("--turns", type=int, default=Workload.turns)
   a = ap.parse_args(argv)
   wl = Workload(turns=a.turns)
-  compiled, before_after = {}, None
+  compiled, before_after, vision_check = {}, None, None
   if a.compiled:
+    vision_check = vision_compiled_check()
     compiled["8 forced CPU devices (run now; einsum attention)"] = (
       run_compiled_cpu()
     )
@@ -1235,7 +1375,7 @@ def main(argv=None):
         "one H200, JAX 0.11.2 (recorded; compile only; einsum attention, "
         "whole-batch prefill: measured before the memory-bounded attention)"
       ] = [json.loads(line) for line in f if line.strip()]
-  text = render(wl, compiled, before_after)
+  text = render(wl, compiled, before_after, vision_check)
   with open(a.out, "w") as f:
     f.write(text)
   print(f"wrote {a.out}")
