@@ -1,7 +1,8 @@
 """Per-device memory model of the Qwen policy / reward model (analytical).
 
 Everything shape-related comes from the real code: parameter shapes and
-logical axes from `nnx.eval_shape(Qwen(cfg))` (nothing is allocated), shard
+logical axes from `nnx.eval_shape(Qwen(cfg))` (`Qwen3VL(cfg)` for the
+vision-language preset; nothing is allocated), shard
 shapes from `rla_jax.sharding.logical_to_spec` applied to those true shapes
 on a mesh of the slice's size. Activation and transient terms are analytical
 estimates of what `rla_jax.models.qwen` materialises, by attention
@@ -21,6 +22,14 @@ and a bf16 KV cache. fp32 masters are required: with the paper's lr 1e-6 an
 Adam update (~lr) is ~5e-5 of a typical weight (~0.02), far below bf16's
 relative resolution (2^-8 = 3.9e-3), so bf16-only weights would not move.
 
+Qwen3-VL (`VL_PRESETS`, the GUI setting `GUI`): the vision tower's
+parameters are counted, sharded and kept like the text model's; its
+activations (per image, bidirectional attention over the P patches of a
+screenshot, `vision_encode_bytes` / `vision_train_activation_bytes`) and
+FLOPs (`vision_flops_per_image`) are analytical estimates of what
+`rla_jax.models.qwen3_vl.vision` materialises, not checked against compiled
+memory. Screenshot sizes follow the image processor's `smart_resize`.
+
 The plan built on this model is `launch/memory_plan.py`.
 """
 
@@ -37,6 +46,7 @@ from rla_jax import sharding as shd
 from rla_jax.models.config import QwenConfig
 from rla_jax.models.kv_cache import cache_logical_axes
 from rla_jax.models.qwen import Qwen
+from rla_jax.models.qwen3_vl import Qwen3VL, Qwen3VLConfig, VisionConfig
 
 GiB = 2**30
 F32, BF16 = 4, 2
@@ -158,6 +168,46 @@ PRESETS = {
 }
 
 
+# Qwen3-VL-8B (the GUI setting's policy and judge): the shapes of
+# Qwen/Qwen3-VL-8B-Instruct's config.json (docs/MEMORY_PLAN.md, section
+# "qwen3-vl-8b", says which value was checked against which source).
+VL_PRESETS = {
+  "qwen3-vl-8b": Qwen3VLConfig(
+    text=QwenConfig(
+      model_type="qwen3",
+      vocab_size=151936,
+      hidden_size=4096,
+      intermediate_size=12288,
+      num_layers=36,
+      num_heads=32,
+      num_kv_heads=8,
+      head_dim=128,
+      rope_theta=5_000_000.0,
+      tie_word_embeddings=False,
+      max_position_embeddings=262144,
+      mrope_section=(24, 20, 20),
+    ),
+    vision=VisionConfig(
+      depth=27,
+      hidden_size=1152,
+      intermediate_size=4304,
+      num_heads=16,
+      out_hidden_size=4096,
+      patch_size=16,
+      temporal_patch_size=2,
+      spatial_merge_size=2,
+      num_position_embeddings=2304,
+      deepstack_visual_indexes=(8, 16, 24),
+    ),
+  ),
+}
+# The image processor's pixel bounds (preprocessor_config.json of
+# Qwen3-VL-8B-Instruct: size.shortest_edge / size.longest_edge, which are
+# pixel counts, not edges).
+MIN_PIXELS = 65536
+MAX_PIXELS = 16777216
+
+
 # The small config of the compiled checks (dims divide every mesh axis <= 8).
 SMALL = QwenConfig(
   model_type="qwen2",
@@ -202,6 +252,16 @@ class Workload:
   # paper presets run "auto" = pallas_tpu on TPU, cudnn on GPU (bf16):
   # both tile-bounded like "blockwise", the term used for them here.
   attention: str = "blockwise"
+  # Screenshots (Qwen3-VL workloads): (height, width) pixels of one, and
+  # how many a policy / RM prompt holds (their merged tokens are part of
+  # the prompt lengths above). images_sharded: each device encodes only
+  # its own rows' images; False is the code as it is now (the Sampler and
+  # the Learner replicate a call's / micro-batch's pixels, so every device
+  # encodes every image, the count rounded up to a power of two).
+  screen: tuple[int, int] | None = None
+  policy_images: int = 0
+  rm_images: int = 0
+  images_sharded: bool = True
 
   @property
   def trajectories(self) -> int:
@@ -235,6 +295,44 @@ CODING = Workload(
 )
 
 
+# The GUI (OSWorld) setting, reference sections 3.3, 4, 8: 12 tasks x 8
+# rollouts, 30 steps (the training cap: an upper bound), policy prompt cap
+# 8192 and 2048 new tokens per call (the sampler's cap; training allows
+# 4096 but a response is never longer than its call's cap), RM (judge)
+# prompt 8192 + 8096, m = 3 judgements per step. Screenshots 1920x1080
+# (the OSWorld VM screen): the policy prompt holds the current and the
+# previous screenshot, the judge's the previous, current and next. A prompt
+# with images is prefilled as one whole-batch chunk
+# (`sampling.image_prefill`): no row pieces.
+GUI = Workload(
+  name="gui:paper",
+  tasks=12,
+  rollouts=8,
+  turns=30,
+  policy_prompt=8192,
+  policy_gen=2048,
+  rm_prompt=8192,
+  rm_gen=8096,
+  judgements=3,
+  prefill_rows_per_device=None,
+  screen=(1080, 1920),
+  policy_images=2,
+  rm_images=3,
+)
+# The same with the image layout of the code as it is now.
+GUI_AS_CODED = dataclasses.replace(GUI, images_sharded=False)
+
+
+def text_config(cfg) -> QwenConfig:
+  """The text decoder's config: cfg itself, or a Qwen3VLConfig's text."""
+  return cfg.text if isinstance(cfg, Qwen3VLConfig) else cfg
+
+
+def vision_config(cfg) -> VisionConfig | None:
+  """A Qwen3VLConfig's vision tower config; None for a text model."""
+  return cfg.vision if isinstance(cfg, Qwen3VLConfig) else None
+
+
 def fake_mesh(data: int, fsdp: int, tensor: int):
   """An object with `.shape` only: all `logical_to_spec` reads."""
   return types.SimpleNamespace(
@@ -244,9 +342,12 @@ def fake_mesh(data: int, fsdp: int, tensor: int):
 
 # ------------------------------------------------------------ parameters
 @functools.cache
-def abstract_params(cfg: QwenConfig) -> tuple:
-  """((path, shape, logical_axes), ...) from nnx.eval_shape (no allocation)."""
-  model = nnx.eval_shape(lambda: Qwen(cfg, rngs=nnx.Rngs(0)))
+def abstract_params(cfg) -> tuple:
+  """((path, shape, logical_axes), ...) from nnx.eval_shape (no allocation)
+  of `Qwen(cfg)`, or `Qwen3VL(cfg)` for a Qwen3VLConfig (the vision
+  tower's paths start with "vision/")."""
+  model_class = Qwen3VL if isinstance(cfg, Qwen3VLConfig) else Qwen
+  model = nnx.eval_shape(lambda: model_class(cfg, rngs=nnx.Rngs(0)))
   out = []
   for path, var in nnx.to_flat_state(nnx.state(model, nnx.Param)):
     out.append(
@@ -259,15 +360,52 @@ def abstract_params(cfg: QwenConfig) -> tuple:
   return tuple(out)
 
 
-def param_count(cfg: QwenConfig) -> int:
-  """Sum of parameter sizes of the real model definition."""
-  return int(sum(math.prod(s) for _, s, _ in abstract_params(cfg)))
+def _part_of(path: str, part: str) -> bool:
+  """Whether a parameter path belongs to part ("all", "text", "vision")."""
+  if part not in ("all", "text", "vision"):
+    raise ValueError(f"part must be 'all', 'text' or 'vision', got {part!r}")
+  is_vision = path.startswith("vision/")
+  return part == "all" or is_vision == (part == "vision")
 
 
-def param_count_formula(cfg: QwenConfig) -> int:
+def param_count(cfg, part: str = "all") -> int:
+  """Sum of parameter sizes of the real model definition (part: "all",
+  the "text" decoder, or the "vision" tower)."""
+  return int(
+    sum(math.prod(s) for p, s, _ in abstract_params(cfg) if _part_of(p, part))
+  )
+
+
+def vision_param_count_formula(v: VisionConfig, D: int) -> int:
+  """Closed form of the vision tower, Dv, Fv, Lv = depth, Cp, Q = m^2 Dv,
+  E DeepStack mergers, G learned positions:
+  Cp Dv + Dv (patch) + G Dv + Lv (4Dv + 3Dv^2 + 3Dv + Dv^2 + Dv + 2 Dv Fv
+  + Fv + Dv) + merger(Dv) + E merger(Q), with merger(n) = 2n + Q^2 + Q +
+  Q D + D (n: the LayerNorm width, Dv before the 2x2 shuffle, Q after)."""
+  Dv, Fv, Lv = v.hidden_size, v.intermediate_size, v.depth
+  Q, E = v.merge_unit * Dv, len(v.deepstack_visual_indexes)
+  block = 4 * Dv + 3 * Dv * Dv + 3 * Dv + Dv * Dv + Dv + 2 * Dv * Fv + Fv + Dv
+
+  def merger(norm: int) -> int:
+    return 2 * norm + Q * Q + Q + Q * D + D
+
+  return (
+    v.patch_dim * Dv
+    + Dv
+    + v.num_position_embeddings * Dv
+    + Lv * block
+    + merger(Dv)
+    + E * merger(Q)
+  )
+
+
+def param_count_formula(cfg) -> int:
   """Closed form: V*D*(1 or 2) + D + L*(2D + D(N+2K)H + NHD + 3DF [+ biases
   (N+2K)H for qwen2 / attention_bias] [+ o bias D with attention_bias]
-  [+ q/k norms 2H for qwen3] [+ mlp biases 2F + D with mlp_bias])."""
+  [+ q/k norms 2H for qwen3] [+ mlp biases 2F + D with mlp_bias])
+  [+ `vision_param_count_formula` for Qwen3-VL]."""
+  v = vision_config(cfg)
+  cfg = text_config(cfg)
   D, F, H = cfg.hidden_size, cfg.intermediate_size, cfg.head_dim
   N, K, V, L = cfg.num_heads, cfg.num_kv_heads, cfg.vocab_size, cfg.num_layers
   per_layer = 2 * D + D * (N + 2 * K) * H + N * H * D + 3 * D * F
@@ -275,7 +413,8 @@ def param_count_formula(cfg: QwenConfig) -> int:
   per_layer += D if cfg.o_bias else 0
   per_layer += 2 * H if cfg.qk_norm else 0
   per_layer += 2 * F + D if cfg.mlp_bias else 0
-  return V * D * (1 if cfg.tie_word_embeddings else 2) + D + L * per_layer
+  text = V * D * (1 if cfg.tie_word_embeddings else 2) + D + L * per_layer
+  return text + (vision_param_count_formula(v, D) if v else 0)
 
 
 def shard_shape(shape, spec, mesh_shape: dict) -> tuple[int, ...]:
@@ -291,21 +430,26 @@ def shard_shape(shape, spec, mesh_shape: dict) -> tuple[int, ...]:
   return tuple(out)
 
 
-def per_device_param_elems(cfg: QwenConfig, mesh, rules) -> int:
-  """Elements of every parameter's shard held by one device."""
+def per_device_param_elems(cfg, mesh, rules, part: str = "all") -> int:
+  """Elements of every parameter's shard held by one device (part: "all",
+  "text" or "vision" parameters)."""
   total = 0
-  for _, shape, axes in abstract_params(cfg):
+  for path, shape, axes in abstract_params(cfg):
+    if not _part_of(path, part):
+      continue
     spec = shd.logical_to_spec(axes, shape, mesh, rules)
     total += math.prod(shard_shape(shape, spec, mesh.shape))
   return total
 
 
-def per_device_param_bytes(cfg, mesh, rules, itemsize: int) -> int:
-  return per_device_param_elems(cfg, mesh, rules) * itemsize
+def per_device_param_bytes(
+  cfg, mesh, rules, itemsize: int, part: str = "all"
+) -> int:
+  return per_device_param_elems(cfg, mesh, rules, part) * itemsize
 
 
 def kv_cache_bytes_per_device(
-  cfg: QwenConfig,
+  cfg,
   rows: int,
   slots: int,
   mesh,
@@ -314,6 +458,7 @@ def kv_cache_bytes_per_device(
 ) -> int:
   """k and v, L buffers of [B, K, S, H] each (bf16), + valid [B, S] bool,
   per device."""
+  cfg = text_config(cfg)
   axes = cache_logical_axes(cfg)
   kv_shape = (rows, cfg.num_kv_heads, slots, cfg.head_dim)
   kv = math.prod(
@@ -416,7 +561,7 @@ def attention_prefill_bytes(
 
 
 def train_activation_bytes(
-  cfg: QwenConfig,
+  cfg,
   b: int,
   T: int,
   tensor: int,
@@ -438,7 +583,9 @@ def train_activation_bytes(
     element [b,T,F] (3 bf16 tensors and their grads), 24 B per residual
     element [b,T,D] (f32 norm temporaries).
   head: chunked log-probs, 3 f32 [b, C, V] buffers + 2 f32 [b, T, D].
+  (The text decoder only; Qwen3-VL's tower: `vision_train_activation_bytes`.)
   """
+  cfg = text_config(cfg)
   D, F, H, L = (
     cfg.hidden_size,
     cfg.intermediate_size,
@@ -463,17 +610,174 @@ def train_activation_bytes(
   return {"saved": L * saved[remat], "layer": layer, "head": head}
 
 
-def train_phase_bytes(
-  cfg: QwenConfig, mesh, T: int, wl: Workload
+# ------------------------------------------------------------ screenshots
+def smart_resize(
+  height: int,
+  width: int,
+  factor: int,
+  min_pixels: int = MIN_PIXELS,
+  max_pixels: int = MAX_PIXELS,
+) -> tuple[int, int]:
+  """The image processor's resize (transformers' Qwen2-VL `smart_resize`):
+  each side rounded to a multiple of factor (= patch x merge), then both
+  scaled by one beta into [min_pixels, max_pixels], aspect ratio kept."""
+  if max(height, width) / min(height, width) > 200:
+    raise ValueError(f"aspect ratio of {height}x{width} is over 200")
+  h = round(height / factor) * factor
+  w = round(width / factor) * factor
+  if h * w > max_pixels:
+    beta = math.sqrt(height * width / max_pixels)
+    h = max(factor, math.floor(height / beta / factor) * factor)
+    w = max(factor, math.floor(width / beta / factor) * factor)
+  elif h * w < min_pixels:
+    beta = math.sqrt(min_pixels / (height * width))
+    h = math.ceil(height * beta / factor) * factor
+    w = math.ceil(width * beta / factor) * factor
+  return h, w
+
+
+def screenshot_grid(
+  v: VisionConfig,
+  screen: tuple[int, int],
+  min_pixels: int = MIN_PIXELS,
+  max_pixels: int = MAX_PIXELS,
+) -> tuple[int, int]:
+  """(h, w) patch grid of a (height, width) screenshot after `smart_resize`
+  at factor patch_size x spatial_merge_size: the tower attends over
+  P = h x w patches; the prompt holds h x w / m^2 merged tokens."""
+  factor = v.patch_size * v.spatial_merge_size
+  height, width = smart_resize(*screen, factor, min_pixels, max_pixels)
+  return height // v.patch_size, width // v.patch_size
+
+
+def screenshot_tokens(
+  v: VisionConfig, screen: tuple[int, int], **bounds
+) -> int:
+  """Merged (image-pad) tokens of one screenshot: h x w / m^2 (bounds:
+  `screenshot_grid`'s min_pixels / max_pixels)."""
+  h, w = screenshot_grid(v, screen, **bounds)
+  return h * w // v.merge_unit
+
+
+def _pow2(n: int) -> int:
+  """Smallest power of two >= n (`qwen3_vl.inputs.image_batch` pads each
+  grid's image count so)."""
+  return 1 << (max(n, 1) - 1).bit_length()
+
+
+def images_per_device(
+  images_per_row: int, rows: int, batch_shards: int, sharded: bool
+) -> int:
+  """Images one device encodes for `rows` rows (the whole call or micro-
+  batch) split over `batch_shards`: its own rows' images when sharded,
+  else every image of the call (padded to a power of two), as the
+  Sampler and the Learner place a call's pixels now (replicated)."""
+  if not images_per_row:
+    return 0
+  if sharded:
+    return -(-rows // batch_shards) * images_per_row
+  return _pow2(rows * images_per_row)
+
+
+# ------------------------------------------------------------ vision tower
+def vision_flops_per_image(v: VisionConfig, P: int, D: int) -> dict:
+  """Forward FLOPs of the tower on one image of P patches:
+  matmul = 2 P (Cp Dv + Lv (3Dv^2 + Dv^2 + 2 Dv Fv)) + 2 (P / m^2)
+    (1 + E) (Q^2 + Q D), Q = m^2 Dv (patch embedding, blocks, the final
+    and E DeepStack mergers);
+  attention = 4 Lv Nv Hv P^2 (QK^T and PV, bidirectional over the image)."""
+  Dv, Fv, Lv = v.hidden_size, v.intermediate_size, v.depth
+  Q, E = v.merge_unit * Dv, len(v.deepstack_visual_indexes)
+  blocks = Lv * (4 * Dv * Dv + 2 * Dv * Fv)
+  matmul = 2 * P * (v.patch_dim * Dv + blocks)
+  matmul += 2 * (P // v.merge_unit) * (1 + E) * (Q * Q + Q * D)
+  attention = 4 * Lv * v.num_heads * v.head_dim * P * P
+  return {"matmul": matmul, "attention": attention}
+
+
+def image_feature_bytes(v: VisionConfig, images: int, P: int, D: int) -> int:
+  """The tower's outputs kept for the text forward: features and E
+  DeepStack features, (1 + E) x [images x P / m^2, D] bf16."""
+  E = len(v.deepstack_visual_indexes)
+  return (1 + E) * images * (P // v.merge_unit) * D * BF16
+
+
+def vision_encode_bytes(
+  v: VisionConfig, images: int, P: int, tensor: int, attention: str
+) -> int:
+  """One vision layer's transient while encoding I images (inference):
+  the attention transient of a bidirectional [I, Nv, P, P] attention
+  (`attention_prefill_bytes` with S = P, K = Nv) + 6 B per MLP element
+  [I, P, Fv] + 12 B per hidden element [I, P, Dv] (bf16 x, f32 residual
+  and norm) + 6 B per q/k/v element [I, P, 3 Dv] + the f32 pixels
+  [I, P, Cp]. Heads and the MLP split over tensor (SAMPLE_RULES)."""
+  if not images:
+    return 0
+  Nv, Fv = _local(v.num_heads, tensor), _local(v.intermediate_size, tensor)
+  Hv, Dv = v.head_dim, v.hidden_size
+  att = attention_prefill_bytes(images, Nv, Nv, P, P, Hv, attention)
+  return (
+    att
+    + images * P * Fv * 6
+    + images * P * Dv * 12
+    + images * P * 3 * Nv * Hv * 2
+    + images * P * v.patch_dim * F32
+  )
+
+
+def vision_train_activation_bytes(
+  v: VisionConfig, images: int, P: int, D: int, tensor: int, attention: str
 ) -> dict[str, int]:
-  """Per-device bytes while training one model (TRAIN_RULES mesh)."""
+  """Activation bytes of the tower on I images in a training step.
+
+  The tower's layer scan has no remat, so every layer keeps its forward:
+  saved = Lv x (I P (16 Dv + 12 Dv_l + 4 Fv_l) + the attention's saved
+    bytes, `attention_train_bytes` with T = P, K = Nv): per element bf16
+    x, f32 norm, bf16 h (x2 norms), q/k/v + rotated q, k + attention
+    output (Dv_l = Nv_l Hv, heads split over tensor), fc1 and gelu outputs;
+  layer: one layer's backward working set, as the text layer's (the
+    attention's layer bytes + 12 B per [I, P, Fv_l] + 24 B per [I, P, Dv]);
+  io: the f32 pixels [I, P, Cp] + the merged features and their f32
+    gradients, (1 + E) [I P / m^2, D] x (2 + 4) B."""
+  if not images:
+    return {"saved": 0, "layer": 0, "io": 0}
+  Nv, Fv = _local(v.num_heads, tensor), _local(v.intermediate_size, tensor)
+  Hv, Dv, Lv = v.head_dim, v.hidden_size, v.depth
+  att = attention_train_bytes(images, Nv, Nv, P, Hv, attention)
+  IP = images * P
+  saved = Lv * (IP * (16 * Dv + 12 * Nv * Hv + 4 * Fv) + att["saved"])
+  layer = att["layer"] + IP * Fv * 12 + IP * Dv * 24
+  E = len(v.deepstack_visual_indexes)
+  io = IP * v.patch_dim * F32 + (1 + E) * (IP // v.merge_unit) * D * 6
+  return {"saved": saved, "layer": layer, "io": io}
+
+
+def _vision_layer_params(v: VisionConfig, D: int) -> int:
+  """One vision block's and the final merger's weights (what fsdp gathers
+  at a time in the tower)."""
+  Dv, Fv, Q = v.hidden_size, v.intermediate_size, v.merge_unit * v.hidden_size
+  return 4 * Dv * Dv + 2 * Dv * Fv + Q * Q + Q * D
+
+
+# ------------------------------------------------------------ phases
+def train_phase_bytes(
+  cfg, mesh, T: int, wl: Workload, images_per_sample: int = 0
+) -> dict[str, int]:
+  """Per-device bytes while training one model (TRAIN_RULES mesh).
+
+  Qwen3-VL: fp32 params / AdamW / grads include the tower's shards; the
+  tower's activations (`vision_train_activation_bytes`) for the images a
+  device encodes per micro-batch (`images_per_device`: its samples' when
+  wl.images_sharded, else the whole micro-batch's) add to "activations"
+  as "vision_activations"."""
+  v, t = vision_config(cfg), text_config(cfg)
   p = per_device_param_elems(cfg, mesh, shd.TRAIN_RULES)
   tensor = mesh.shape["tensor"]
   layer_params = (
-    param_count(cfg) - 2 * cfg.vocab_size * cfg.hidden_size
-  ) // cfg.num_layers
+    param_count(cfg, "text") - 2 * t.vocab_size * t.hidden_size
+  ) // t.num_layers
   act = train_activation_bytes(
-    cfg,
+    t,
     wl.micro_batch_per_device,
     T,
     tensor,
@@ -481,29 +785,48 @@ def train_phase_bytes(
     wl.logprob_chunk,
     wl.attention,
   )
-  return {
+  out = {
     "params_f32": p * F32,
     "adam_mu_nu_f32": 2 * p * F32,
     "grads_f32_accum+micro": 2 * p * F32,
     # fsdp all-gathers one layer's bf16 weights (x2: prefetch / backward)
     # and the [D, V] unembedding for the log-prob head.
     "gathered_bf16_weights": (
-      2 * layer_params // tensor
-      + _local(cfg.vocab_size, tensor) * cfg.hidden_size
+      2 * layer_params // tensor + _local(t.vocab_size, tensor) * t.hidden_size
     )
     * BF16,
     "activations": act["saved"] + act["layer"] + act["head"],
   }
+  if v is not None and images_per_sample and wl.screen is not None:
+    dp = mesh.shape["data"] * mesh.shape["fsdp"]
+    images = images_per_device(
+      images_per_sample,
+      wl.micro_batch_per_device * dp,
+      dp,
+      wl.images_sharded,
+    )
+    P = math.prod(screenshot_grid(v, wl.screen))
+    va = vision_train_activation_bytes(
+      v, images, P, t.hidden_size, tensor, wl.attention
+    )
+    out["gathered_bf16_weights"] += (
+      2 * _vision_layer_params(v, t.hidden_size) // tensor * BF16
+    )
+    out["vision_activations"] = va["saved"] + va["layer"] + va["io"]
+  return out
 
 
 def sample_phase_bytes(
-  cfg: QwenConfig,
+  cfg,
   mesh,
   rows: int,
   prompt: int,
   gen: int,
   prefill_rows: int | None = None,
   attention: str = "einsum",
+  images_per_row: int = 0,
+  screen: tuple[int, int] | None = None,
+  images_sharded: bool = True,
 ) -> dict[str, int]:
   """Per-device bytes while sampling (SAMPLE_RULES: weights TP-only).
 
@@ -517,7 +840,15 @@ def sample_phase_bytes(
   residual and norm), negligible next to einsum scores and left out there.
   prefill pieces (rp < r): the piece's slice of every layer's cache,
   2 x L x [rp, K, S, H] bf16 (taken, then written back).
+  Qwen3-VL: "weights_bf16" is the text decoder, "vision_weights_bf16" the
+  tower; with images_per_row screenshots of `screen` per row, the tower
+  encodes a device's images (`images_per_device`) before the text
+  forward: "image_features" (`image_feature_bytes`) stay through it, and
+  the prefill transient is the larger of the text layer's and the vision
+  layer's (`vision_encode_bytes`), which run one after the other.
   """
+  model_cfg = cfg
+  v, cfg = vision_config(cfg), text_config(cfg)
   slots = prompt + gen
   dp = mesh.shape["data"] * mesh.shape["fsdp"]
   tensor = mesh.shape["tensor"]
@@ -533,10 +864,21 @@ def sample_phase_bytes(
   if attention_kind(attention) == "flash":
     prefill += rp * prompt * cfg.hidden_size * 12
   out = {
-    "weights_bf16": per_device_param_bytes(cfg, mesh, shd.SAMPLE_RULES, BF16),
-    "kv_cache_bf16": kv_cache_bytes_per_device(cfg, dp * r, slots, mesh),
-    "prefill_transient": prefill,
+    "weights_bf16": per_device_param_bytes(
+      model_cfg, mesh, shd.SAMPLE_RULES, BF16, "text"
+    )
   }
+  if v is not None:
+    out["vision_weights_bf16"] = per_device_param_bytes(
+      model_cfg, mesh, shd.SAMPLE_RULES, BF16, "vision"
+    )
+  out["kv_cache_bf16"] = kv_cache_bytes_per_device(cfg, dp * r, slots, mesh)
+  if v is not None and images_per_row and screen is not None:
+    images = images_per_device(images_per_row, rows, dp, images_sharded)
+    P = math.prod(screenshot_grid(v, screen))
+    out["image_features"] = image_feature_bytes(v, images, P, cfg.hidden_size)
+    prefill = max(prefill, vision_encode_bytes(v, images, P, tensor, attention))
+  out["prefill_transient"] = prefill
   if rp < r:
     out["prefill_piece_cache"] = 2 * cfg.num_layers * rp * K * slots * H * BF16
   return out

@@ -7,14 +7,17 @@ definition and sharding rules) and writes docs/MEMORY_PLAN.md:
 
 --compiled also runs `launch/memory_plan_compiled.py` in subprocesses with 8
 forced CPU devices and adds XLA's compiled memory analysis of a small config
-next to the analytical numbers, and the before/after check
+next to the analytical numbers, the before/after check
 (`BEFORE_AFTER_ARGS`: einsum + whole-batch prefill vs blockwise + 4-row
-pieces at the paper's lengths, predicted vs measured factors).
+pieces at the paper's lengths, predicted vs measured factors), and the
+vision tower check (`vision_compiled_check`, Qwen3-VL-8B widths).
 
 The main tables use what the paper presets run (`memory_model.PAPER`:
 flash-style attention, 4-row prefill pieces) for the AlfWorld workload and
 the coding one (`memory_model.CODING`); "before" columns use the einsum
-attention with a whole-batch prefill.
+attention with a whole-batch prefill. Qwen3-VL-8B in the GUI setting
+(`memory_model.GUI`, and `GUI_AS_CODED` for the current image layout) has
+its own section.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import subprocess
 import sys
@@ -35,22 +39,36 @@ from launch.memory_model import (
   CODING,
   DECODE_BW_UTIL,
   F32,
+  GUI,
+  GUI_AS_CODED,
   PRESETS,
   SMALL,
   TRAIN_MFU,
   USABLE_HBM_FRACTION,
+  VL_PRESETS,
   Accelerator,
   GiB,
   Workload,
   attention_kind,
+  attention_prefill_bytes,
   fake_mesh,
+  image_feature_bytes,
+  images_per_device,
   param_count,
   param_count_formula,
   per_device_param_bytes,
   sample_phase_bytes,
+  screenshot_grid,
+  screenshot_tokens,
   slice_label,
+  smart_resize,
+  text_config,
   train_activation_bytes,
   train_phase_bytes,
+  vision_config,
+  vision_encode_bytes,
+  vision_flops_per_image,
+  vision_train_activation_bytes,
 )
 from rla_jax import sharding as shd
 from rla_jax.models.config import QwenConfig
@@ -116,6 +134,9 @@ def plan_slice(
       wl.policy_gen,
       wl.prefill_rows_per_device,
       wl.attention,
+      wl.policy_images,
+      wl.screen,
+      wl.images_sharded,
     ),
     "rm_sample": sample_phase_bytes(
       rm,
@@ -125,11 +146,16 @@ def plan_slice(
       wl.rm_gen,
       wl.prefill_rows_per_device,
       wl.attention,
+      wl.rm_images,
+      wl.screen,
+      wl.images_sharded,
     ),
     "policy_train": train_phase_bytes(
-      pol, tm, wl.policy_prompt + wl.policy_gen, wl
+      pol, tm, wl.policy_prompt + wl.policy_gen, wl, wl.policy_images
     ),
-    "rm_train": train_phase_bytes(rm, tm, wl.rm_prompt + wl.rm_gen, wl),
+    "rm_train": train_phase_bytes(
+      rm, tm, wl.rm_prompt + wl.rm_gen, wl, wl.rm_images
+    ),
   }
   persistent = {
     "policy_sample": f32["policy"] + f32["rm"],
@@ -170,9 +196,10 @@ def smallest_fitting(pol, rm, acc, wl, coresident=True) -> SlicePlan | None:
 
 
 # ------------------------------------------------------------- step time
-def attention_flops_per_token(cfg: QwenConfig, context: int) -> int:
+def attention_flops_per_token(cfg, context: int) -> int:
   """Forward QK^T and PV: 4*L*N*H*context (full context: neither the einsum
   nor the blockwise attention skips masked tiles)."""
+  cfg = text_config(cfg)
   return 4 * cfg.num_layers * cfg.num_heads * cfg.head_dim * context
 
 
@@ -192,9 +219,52 @@ def prefill_pieces(rows: int, chips: int, sample_tensor: int, wl) -> int:
   return 1 if rp is None or rp >= r else -(-r // rp)
 
 
-def step_time(
-  pol: QwenConfig, rm: QwenConfig, plan: SlicePlan, wl: Workload
+def vision_seconds(
+  cfg, plan: SlicePlan, wl: Workload, rows: int, images_per_row: int
 ) -> dict[str, float]:
+  """Seconds of the vision tower per RL step for one role ({} for a text
+  model or no images): every turn's call encodes its rows' screenshots
+  (a fresh prompt each turn: the reference's policy and judge prompts
+  are rebuilt per step), training encodes each sample's screenshots per
+  micro-batch. Per device, `images_per_device` images per call / micro-
+  batch (sharded: its rows'; as coded: all of them), split only by the
+  tensor axis (heads, MLP), at peak x TRAIN_MFU:
+  encode = turns x images x (matmul + attention) / (tensor x F);
+  train = micro-steps x images x (4 matmul + a attention) / (tensor x F),
+  4 = old-logprob forward + forward + backward (2), a =
+  `train_attention_passes`; micro-steps = samples / (batch shards x b)."""
+  v = vision_config(cfg)
+  if v is None or not images_per_row or wl.screen is None:
+    return {}
+  acc, n = plan.acc, plan.chips
+  f = vision_flops_per_image(
+    v, math.prod(screenshot_grid(v, wl.screen)), text_config(cfg).hidden_size
+  )
+  per_chip = acc.bf16_flops * TRAIN_MFU
+  out = {}
+  dp_s = n // plan.sample_tensor
+  img = images_per_device(images_per_row, rows, dp_s, wl.images_sharded)
+  out["encode"] = (
+    wl.turns
+    * img
+    * (f["matmul"] + f["attention"])
+    / (plan.sample_tensor * per_chip)
+  )
+  dp_t = n // plan.train_tensor
+  b = wl.micro_batch_per_device
+  micro_steps = -(-rows * wl.turns // (dp_t * b))
+  img = images_per_device(images_per_row, dp_t * b, dp_t, wl.images_sharded)
+  passes = train_attention_passes(wl.attention)
+  out["train"] = (
+    micro_steps
+    * img
+    * (4 * f["matmul"] + passes * f["attention"])
+    / (plan.train_tensor * per_chip)
+  )
+  return out
+
+
+def step_time(pol, rm, plan: SlicePlan, wl: Workload) -> dict[str, float]:
   """Seconds per RL step per phase (see module docstring for the model).
 
   train: (8N + a*attn) * tokens (old-logprob forward 2N + fwd/bwd 6N,
@@ -204,18 +274,27 @@ def step_time(
            run the same FLOPs; each piece re-reads the weights once;
   decode: gen steps * max(bytes per device per step / (BW * util),
           2N*rows/chips / (peak * TRAIN_MFU)), bytes = bf16 weights shard +
-          whole KV cache shard (every slot is read each step).
+          whole KV cache shard (every slot is read each step);
+  N = the text decoder's parameters; Qwen3-VL adds "{role}_vision_encode"
+  and "{role}_vision_train" (`vision_seconds`).
   """
   acc, n = plan.acc, plan.chips
   flops = n * acc.bf16_flops * TRAIN_MFU
   bw = acc.hbm_bytes_per_s * DECODE_BW_UTIL
   passes = train_attention_passes(wl.attention)
   out = {}
-  for role, cfg, prompt, gen, rows in (
-    ("policy", pol, wl.policy_prompt, wl.policy_gen, wl.policy_rows),
-    ("rm", rm, wl.rm_prompt, wl.rm_gen, wl.rm_rows),
+  for role, cfg, prompt, gen, rows, images in (
+    (
+      "policy",
+      pol,
+      wl.policy_prompt,
+      wl.policy_gen,
+      wl.policy_rows,
+      wl.policy_images,
+    ),
+    ("rm", rm, wl.rm_prompt, wl.rm_gen, wl.rm_rows, wl.rm_images),
   ):
-    N, S = param_count(cfg), prompt + gen
+    N, S = param_count(cfg, "text"), prompt + gen
     samples = rows * wl.turns
     attn = attention_flops_per_token(cfg, S)
     out[f"{role}_train"] = samples * S * (8 * N + passes * attn) / flops
@@ -231,6 +310,8 @@ def step_time(
       2 * N * rows / n / (acc.bf16_flops * TRAIN_MFU),
     )
     out[f"{role}_decode"] = wl.turns * gen * per_step
+    for k, t in vision_seconds(cfg, plan, wl, rows, images).items():
+      out[f"{role}_vision_{k}"] = t
   out["total"] = sum(out.values())
   return out
 
@@ -270,35 +351,51 @@ def _breakdown(plan: SlicePlan) -> list[str]:
 def _time_lines(pol, rm, plan, wl) -> list[str]:
   acc, n = plan.acc, plan.chips
   t = step_time(pol, rm, plan, wl)
-  Np, Nr = param_count(pol), param_count(rm)
+  Np, Nr = param_count(pol, "text"), param_count(rm, "text")
   ph_p, ph_r = plan.phases["policy_sample"], plan.phases["rm_sample"]
   fl = n * acc.bf16_flops * TRAIN_MFU
   tok_p = wl.policy_rows * wl.turns * (wl.policy_prompt + wl.policy_gen)
   tok_r = wl.rm_rows * wl.turns * (wl.rm_prompt + wl.rm_gen)
   bw = acc.hbm_bytes_per_s * DECODE_BW_UTIL
-  return [
-    f"- effective FLOP/s = {n} chips x {acc.bf16_flops:.3g} x {TRAIN_MFU}"
-    f" = {fl:.3g}; effective HBM bandwidth = {acc.hbm_bytes_per_s:.3g} x "
-    f"{DECODE_BW_UTIL} = {bw:.3g} B/s per chip",
-    f"- policy train: {tok_p:.3g} tokens x (8 x {Np:.3g} + attention) / "
-    f"{fl:.3g} = **{t['policy_train']:.0f} s**",
-    f"- RM train: {tok_r:.3g} tokens x (8 x {Nr:.3g} + attention) / "
-    f"{fl:.3g} = **{t['rm_train']:.0f} s**",
-    f"- prefill: policy {t['policy_prefill']:.0f} s, RM "
-    f"{t['rm_prefill']:.0f} s (2N + attention per prompt token; "
-    f"{prefill_pieces(wl.policy_rows, n, plan.sample_tensor, wl)} / "
-    f"{prefill_pieces(wl.rm_rows, n, plan.sample_tensor, wl)} row pieces "
-    "per turn, each re-reading the weights: compute-bound)",
-    f"- policy decode: {wl.turns} turns x {wl.policy_gen} steps x "
-    f"({_g(ph_p['weights_bf16'])} GiB weights + "
-    f"{_g(ph_p['kv_cache_bf16'])} GiB KV per chip) / {bw:.3g} = "
-    f"**{t['policy_decode']:.0f} s**",
-    f"- RM decode: {wl.turns} waves x {wl.rm_gen} steps x "
-    f"({_g(ph_r['weights_bf16'])} + {_g(ph_r['kv_cache_bf16'])} GiB) / "
-    f"{bw:.3g} = **{t['rm_decode']:.0f} s**",
-    f"- **total {t['total']:.0f} s per RL step** (upper bound: every "
-    "prompt and response at its cap)",
-  ]
+  layout = (
+    "each device its own rows' images"
+    if wl.images_sharded
+    else "every device every image"
+  )
+  return (
+    [
+      f"- effective FLOP/s = {n} chips x {acc.bf16_flops:.3g} x {TRAIN_MFU}"
+      f" = {fl:.3g}; effective HBM bandwidth = {acc.hbm_bytes_per_s:.3g} x "
+      f"{DECODE_BW_UTIL} = {bw:.3g} B/s per chip",
+      f"- policy train: {tok_p:.3g} tokens x (8 x {Np:.3g} + attention) / "
+      f"{fl:.3g} = **{t['policy_train']:.0f} s**",
+      f"- RM train: {tok_r:.3g} tokens x (8 x {Nr:.3g} + attention) / "
+      f"{fl:.3g} = **{t['rm_train']:.0f} s**",
+      f"- prefill: policy {t['policy_prefill']:.0f} s, RM "
+      f"{t['rm_prefill']:.0f} s (2N + attention per prompt token; "
+      f"{prefill_pieces(wl.policy_rows, n, plan.sample_tensor, wl)} / "
+      f"{prefill_pieces(wl.rm_rows, n, plan.sample_tensor, wl)} row pieces "
+      "per turn, each re-reading the weights: compute-bound)",
+      f"- policy decode: {wl.turns} turns x {wl.policy_gen} steps x "
+      f"({_g(ph_p['weights_bf16'])} GiB weights + "
+      f"{_g(ph_p['kv_cache_bf16'])} GiB KV per chip) / {bw:.3g} = "
+      f"**{t['policy_decode']:.0f} s**",
+      f"- RM decode: {wl.turns} waves x {wl.rm_gen} steps x "
+      f"({_g(ph_r['weights_bf16'])} + {_g(ph_r['kv_cache_bf16'])} GiB) / "
+      f"{bw:.3g} = **{t['rm_decode']:.0f} s**",
+    ]
+    + [
+      f"- {role} vision tower: encode {t[f'{role}_vision_encode']:.0f} s "
+      f"({wl.turns} calls), train {t[f'{role}_vision_train']:.0f} s "
+      f"({layout}; `vision_seconds`)"
+      for role in ("policy", "rm")
+      if f"{role}_vision_encode" in t
+    ]
+    + [
+      f"- **total {t['total']:.0f} s per RL step** (upper bound: every "
+      "prompt and response at its cap)",
+    ]
+  )
 
 
 def reestimate(r: dict) -> dict:
@@ -511,10 +608,347 @@ def _plan_notes(wl: Workload) -> list[str]:
   ]
 
 
+# Where each value of the qwen3-vl-8b preset was checked (search of stored
+# public pages; the official Qwen/Qwen3-VL-8B-Instruct config.json itself
+# was not among them).
+_GGUF = (
+  "Ollama's GGUF metadata of qwen3-vl:8b-instruct (converted from the "
+  "official checkpoint)"
+)
+_DERIVED = (
+  "config.json of fine-tunes that copy the base config (huggingface.co "
+  "Steinate/Cortex, Balfiky/mobthing2, Chhagan005/CSM-DocExtract-8N)"
+)
+VL_SOURCES = (
+  ("text vocab_size", "151936", _DERIVED + "; not in the GGUF excerpt"),
+  (
+    "text hidden 4096, intermediate 12288, 36 layers, 32 heads, 8 kv "
+    "heads, head_dim 128",
+    "as preset",
+    _GGUF + " (embedding_length, feed_forward_length, block_count, "
+    "head_count, head_count_kv, key_length); " + _DERIVED,
+  ),
+  (
+    "mrope_section, interleaved; rope_theta",
+    "(24, 20, 20), True; 5e6",
+    _DERIVED + "; rope_theta also GGUF rope.freq_base 5e6",
+  ),
+  ("tie_word_embeddings", "False", _DERIVED),
+  (
+    "vision depth 27, hidden 1152, 16 heads, patch 16, temporal patch 2, "
+    "merge 2, deepstack (8, 16, 24)",
+    "as preset",
+    _GGUF + " (vision.block_count, embedding_length, head_count, "
+    "patch_size, temporal_patch_size, spatial_merge_size, "
+    "deepstack_visual_indexes)",
+  ),
+  (
+    "vision intermediate 4304, 2304 position embeddings",
+    "as preset",
+    "not in the GGUF excerpt: transformers' Qwen3VLVisionConfig defaults "
+    "(depth 27, hidden 1152, intermediate 4304, 16 heads), the 32B "
+    "config.json (quanliang/F1: same tower, 4304, 2304) and a C++ port's "
+    "header for Qwen3-VL-8B (4304, out 4096); not from the 8B file itself",
+  ),
+  (
+    "vision out_hidden_size",
+    "4096",
+    "= text hidden (Qwen3VLConfig requires it); NeMo Megatron-Bridge "
+    "Qwen3VLTransformerConfig default 4096",
+  ),
+  (
+    "processor min / max pixels",
+    "65536 / 16777216",
+    "preprocessor_config.json of a copy of Qwen3-VL-8B-Instruct "
+    "(cdreetz/Qwen3-VL-8B-Instruct: size.shortest_edge / longest_edge) "
+    "and GGUF vision.shortest_edge / longest_edge",
+  ),
+  (
+    "total parameters",
+    "8,767,123,696 (eval_shape)",
+    "published 8.77B (LM Studio's qwen3-vl-8b card); Hugging Face "
+    "lists 9B (rounded)",
+  ),
+)
+
+
+def _vl_slice_rows(cfg, wl: Workload) -> list[tuple]:
+  """Per chip: smallest slice of wl (co-resident), its tensor sizes, peak
+  and step time."""
+  rows = []
+  for acc in ACCELERATORS:
+    co = smallest_fitting(cfg, cfg, acc, wl, True)
+    if co is None:
+      big = best_plan(cfg, cfg, acc, acc.slice_chips[-1], wl)
+      none = (
+        f"none (largest, {slice_label(acc, big.chips)}: peak "
+        f"{_g(big.peak(True))} GiB in {_peak_phase(big)})"
+      )
+    rows.append(
+      (
+        acc.name,
+        slice_label(acc, co.chips) if co else none,
+        f"t={co.train_tensor}, s={co.sample_tensor}" if co else "-",
+        f"{_g(co.peak(True))} / {_g(co.usable)}" if co else "-",
+        f"{step_time(cfg, cfg, co, wl)['total']:.0f}" if co else "-",
+      )
+    )
+  return rows
+
+
+def _peak_phase(plan: SlicePlan) -> str:
+  """The phase that sets a plan's co-resident peak."""
+  return max(
+    plan.phases,
+    key=lambda p: sum(plan.phases[p].values()) + plan.persistent[p],
+  )
+
+
+def _reference_cluster_lines(cfg, wl: Workload) -> list[str]:
+  """The reference's own cluster: 12 nodes x 8 GPUs (96, not a rentable
+  power of two here), H100 and H200."""
+  out = []
+  for acc in ACCELERATORS:
+    if "{nodes}" not in acc.slice_name:
+      continue
+    p = best_plan(cfg, cfg, acc, 96, wl)
+    out.append(
+      f"- 12x8 {acc.name.split()[0]} (the reference's 96 GPUs): t="
+      f"{p.train_tensor}, s={p.sample_tensor}, peak {_g(p.peak(True))} / "
+      f"{_g(p.usable)} GiB ({'fits' if p.fits(True) else 'does not fit'}"
+      f", {_peak_phase(p)}), RL step "
+      f"{step_time(cfg, cfg, p, wl)['total']:.0f} s"
+    )
+  return out
+
+
+def _vl_section(name: str, cfg, wl: Workload, as_coded: Workload) -> list:
+  """The Qwen3-VL preset in the GUI setting (`memory_model.GUI`)."""
+  v, t = vision_config(cfg), text_config(cfg)
+  grid = screenshot_grid(v, wl.screen)
+  P, tok = math.prod(grid), screenshot_tokens(v, wl.screen)
+  fl = vision_flops_per_image(v, P, t.hidden_size)
+  text_prompt = 2 * param_count(cfg, "text") * wl.policy_prompt
+  text_prompt += wl.policy_prompt * attention_flops_per_token(
+    t, wl.policy_prompt
+  )
+  L = [
+    f"## {name} as policy and judge: the GUI setting ({wl.name})",
+    "",
+    "Qwen3-VL-8B (`memory_model.VL_PRESETS`, a real `Qwen3VLConfig`; "
+    "parameters from `nnx.eval_shape(Qwen3VL(cfg))`, shards from the real "
+    "rules, vision axes included) as both the policy and the judge "
+    f"(reference sections 4, 8): {wl.tasks} tasks x {wl.rollouts} "
+    f"rollouts = {wl.policy_rows} trajectories x {wl.turns} steps, policy "
+    f"prompt {wl.policy_prompt} + {wl.policy_gen} new tokens, judge "
+    f"m={wl.judgements}: {wl.rm_rows} rows of {wl.rm_prompt} + "
+    f"{wl.rm_gen}. Screenshots {wl.screen[1]}x{wl.screen[0]}: the policy "
+    f"prompt holds {wl.policy_images} (current and previous), the judge's "
+    f"{wl.rm_images} (previous, current, next). Each turn's prompts are "
+    "new (the reference rebuilds them every step), so every call encodes "
+    "its screenshots; a prompt with images is prefilled as one whole-batch"
+    " chunk (`rla_jax/sampling/image_prefill.py`: no row pieces). Same "
+    "precision, residency and attention ('blockwise' = the flash-style "
+    "'auto') as above; the vision tower is trained with the decoder.",
+    "",
+    "### Configuration checked against published sources",
+    "",
+  ]
+  L += _table(("field", "value", "checked against"), VL_SOURCES)
+  L += ["", "### Parameters", ""]
+  L += _table(
+    ("part", "eval_shape sum", "closed form", "fp32 GiB"),
+    [
+      (
+        "text decoder",
+        f"{param_count(cfg, 'text'):,}",
+        f"{param_count_formula(t):,}",
+        _g(4 * param_count(cfg, "text")),
+      ),
+      (
+        "vision tower",
+        f"{param_count(cfg, 'vision'):,}",
+        f"{param_count_formula(cfg) - param_count_formula(t):,}",
+        _g(4 * param_count(cfg, "vision")),
+      ),
+      (
+        "total",
+        f"{param_count(cfg):,}",
+        f"{param_count_formula(cfg):,}",
+        _g(4 * param_count(cfg)),
+      ),
+    ],
+  )
+  factor = v.patch_size * v.spatial_merge_size
+  L += [
+    "",
+    "### Screenshots and prompts",
+    "",
+    f"The image processor's `smart_resize` (factor = patch {v.patch_size} "
+    f"x merge {v.spatial_merge_size} = {factor}, pixels within "
+    "[65536, 16777216]) and the tower's patch grid, per screenshot; the "
+    "tower attends over all P patches of an image (bidirectional), the "
+    "prompt holds P / 4 merged tokens. FLOPs: one forward "
+    "(`memory_model.vision_flops_per_image`).",
+    "",
+  ]
+  rows = []
+  for screen in ((720, 1280), (1080, 1920), (1440, 2560)):
+    h, w = smart_resize(*screen, factor)
+    g = screenshot_grid(v, screen)
+    f = vision_flops_per_image(v, math.prod(g), t.hidden_size)
+    rows.append(
+      (
+        f"{screen[1]}x{screen[0]}",
+        f"{w}x{h}",
+        f"{g[0]} x {g[1]}",
+        f"{math.prod(g):,}",
+        f"{screenshot_tokens(v, screen):,}",
+        f"{f['matmul'] / 1e12:.1f}",
+        f"{f['attention'] / 1e12:.1f}",
+      )
+    )
+  L += _table(
+    (
+      "screen",
+      "resized (w x h)",
+      "patch grid h x w",
+      "patches P",
+      "merged tokens",
+      "fwd matmul TFLOP",
+      "fwd attention TFLOP",
+    ),
+    rows,
+  )
+  L += [
+    "",
+    f"At {wl.screen[1]}x{wl.screen[0]}: the policy prompt's "
+    f"{wl.policy_images} screenshots are {wl.policy_images * tok:,} of its "
+    f"{wl.policy_prompt} tokens (text: up to "
+    f"{wl.policy_prompt - wl.policy_images * tok:,}), the judge's "
+    f"{wl.rm_images} are {wl.rm_images * tok:,} of {wl.rm_prompt} (text: up"
+    f" to {wl.rm_prompt - wl.rm_images * tok:,}; the 8192 cap holds at most"
+    f" {wl.rm_prompt // tok} screenshots). One screenshot's tower forward "
+    f"is {(fl['matmul'] + fl['attention']) / 1e12:.1f} TFLOP, "
+    f"{(fl['matmul'] + fl['attention']) / text_prompt:.0%} of the text "
+    f"decoder's forward over a whole {wl.policy_prompt}-token prompt "
+    f"({text_prompt / 1e12:.0f} TFLOP); over half of it is the P^2 "
+    "attention.",
+    "",
+    "### Vision tower activations per screenshot (tensor 1)",
+    "",
+    f"P = {P:,} patches, {v.num_heads} heads: einsum materialises "
+    f"[{v.num_heads}, P, P] scores per image and layer; flash keeps tiles. "
+    "Encode: one layer's transient (`vision_encode_bytes`); train: the "
+    "tower's scan has no remat, so all 27 layers' forward activations are "
+    "kept (`vision_train_activation_bytes`).",
+    "",
+  ]
+  rows = []
+  for att in ("einsum", "blockwise"):
+    tr = vision_train_activation_bytes(v, 1, P, t.hidden_size, 1, att)
+    rows.append(
+      (
+        att,
+        _g(
+          attention_prefill_bytes(
+            1, v.num_heads, v.num_heads, P, P, v.head_dim, att
+          )
+        ),
+        _g(vision_encode_bytes(v, 1, P, 1, att)),
+        _g(tr["saved"]),
+        _g(tr["layer"]),
+        _g(image_feature_bytes(v, 1, P, t.hidden_size)),
+      )
+    )
+  L += _table(
+    (
+      "attention",
+      "encode: attention transient GiB",
+      "encode: layer transient GiB",
+      "train: saved by the scan GiB",
+      "train: one layer's backward GiB",
+      "features + DeepStack GiB",
+    ),
+    rows,
+  )
+  L += [
+    "",
+    "### Smallest slices",
+    "",
+    "Images sharded with their rows (each device encodes its own rows' "
+    "screenshots; what the plan needs):",
+    "",
+  ]
+  L += _slice_table(cfg, wl)
+  L += [
+    "",
+    "As coded now (`GUI_AS_CODED`): the Sampler places a call's pixels "
+    "replicated (`sampler.py`, `(None,) * ndim`) and the Learner a micro-"
+    "batch's (`Learner._place_batch`), so every device encodes every image"
+    " of the call / micro-batch, the count rounded up to a power of two "
+    f"(RM call: {wl.rm_rows} rows x {wl.rm_images} = "
+    f"{wl.rm_rows * wl.rm_images} -> "
+    f"{images_per_device(wl.rm_images, wl.rm_rows, 1, False)} images on "
+    "every device):",
+    "",
+  ]
+  L += _table(
+    (
+      "chip",
+      "smallest slice (co-resident)",
+      "tensor train/sample",
+      "peak / usable GiB",
+      "RL step s (upper bound)",
+    ),
+    _vl_slice_rows(cfg, as_coded),
+  )
+  L += ["", "On the reference's cluster size, images sharded:", ""]
+  L += _reference_cluster_lines(cfg, wl)
+  L += ["", "and as coded now:", ""]
+  L += _reference_cluster_lines(cfg, as_coded)
+  for acc in ACCELERATORS:
+    co = smallest_fitting(cfg, cfg, acc, wl, True)
+    if co is None:
+      continue
+    ph = co.phases
+    L += [
+      "",
+      f"### {name} on {slice_label(acc, co.chips)} ({acc.name}), images "
+      "sharded",
+      "",
+    ]
+    L += _breakdown(co)
+    dp = co.chips // co.sample_tensor
+    L += [
+      "",
+      "prefill_transient is the larger of the text layer's and the vision"
+      " layer's (they run one after the other): vision encode of "
+      f"{images_per_device(wl.rm_images, wl.rm_rows, dp, True)} judge "
+      "screenshots per device = "
+      + _g(
+        vision_encode_bytes(
+          v,
+          images_per_device(wl.rm_images, wl.rm_rows, dp, True),
+          P,
+          co.sample_tensor,
+          wl.attention,
+        )
+      )
+      + f" GiB; RM sampling total {_g(sum(ph['rm_sample'].values()))} GiB.",
+      "",
+      "Step time:",
+      "",
+    ]
+    L += _time_lines(cfg, cfg, co, wl)
+  return L + [""]
+
+
 def render(
   wl: Workload,
   compiled: dict[str, list[dict]],
   before_after: dict[str, dict] | None = None,
+  vision_check: list | None = None,
 ) -> str:
   L = [
     "# Memory and step-time plan (generated)",
@@ -592,13 +1026,14 @@ def render(
         _g(4 * param_count(c)),
         _g(16 * param_count(c)),
       )
-      for k, c in PRESETS.items()
+      for k, c in {**PRESETS, **VL_PRESETS}.items()
     ],
   )
   L += [
     "",
     "Qwen2.5-7B-Instruct's published count is 7,615,616,512 "
-    "(7.62e9); Qwen3-8B's is 8.19e9.",
+    "(7.62e9); Qwen3-8B's is 8.19e9; Qwen3-VL-8B's 8.77e9 (text decoder "
+    "+ vision tower, section qwen3-vl-8b below).",
     "",
   ]
   for name, cfg in PRESETS.items():
@@ -617,6 +1052,8 @@ def render(
       L += _time_lines(cfg, cfg, co, wl)
     L += [""]
   L += _coding_section(dataclasses.replace(CODING, turns=1))
+  for name, cfg in VL_PRESETS.items():
+    L += _vl_section(name, cfg, GUI, GUI_AS_CODED)
   L += [
     "## Activation memory by remat policy and attention "
     "(qwen2.5-7b-instruct, 1 sequence/device, tensor 1)",
@@ -657,7 +1094,142 @@ def render(
     L += _compiled_section(rs, title)
   if before_after:
     L += _before_after_section(before_after)
+  if vision_check:
+    L += _vision_check_section(vision_check)
   return "\n".join(L) + "\n"
+
+
+# The vision tower check (compile only, this process's default backend):
+# (mode, attention, depth) at the real widths on one 1920x1080 screenshot.
+VISION_CHECKS = (
+  ("train", "blockwise", 2),
+  ("train", "blockwise", 4),
+  ("train", "einsum", 2),
+  ("encode", "blockwise", 4),
+)
+
+
+def vision_compiled_check(checks=VISION_CHECKS, screen=(1080, 1920)) -> list:
+  """XLA's compiled temporaries of the real `VisionTower` (Qwen3-VL-8B
+  widths, depth cut, one DeepStack merger, bf16 compute) on one screenshot
+  next to the analytical terms: train = jax.grad of the features' sum
+  (the scan keeps every layer: saved + one layer's backward + io of
+  `vision_train_activation_bytes`); encode = the forward
+  (`vision_encode_bytes` + the features)."""
+  import jax
+  import jax.numpy as jnp
+  from flax import nnx
+
+  from rla_jax.models.qwen3_vl.vision import VisionTower
+
+  full = VL_PRESETS["qwen3-vl-8b"]
+  out = []
+  for mode, att, depth in checks:
+    v = dataclasses.replace(
+      full.vision, depth=depth, deepstack_visual_indexes=(0,)
+    )
+    grid = screenshot_grid(v, screen)
+    P = math.prod(grid)
+    tower = nnx.eval_shape(
+      lambda v=v, att=att: VisionTower(
+        v, rngs=nnx.Rngs(0), dtype=jnp.bfloat16, attention=att
+      )
+    )
+    graphdef, state = nnx.split(tower)
+    pixels = jax.ShapeDtypeStruct((1, P, v.patch_dim), jnp.float32)
+
+    def features(state, pixels, graphdef=graphdef, grid=grid):
+      return nnx.merge(graphdef, state)(pixels, grid)
+
+    def loss(state, pixels):
+      f, d = features(state, pixels)
+      return f.astype(jnp.float32).sum() + d.astype(jnp.float32).sum()
+
+    fn = jax.grad(loss) if mode == "train" else features
+    compiled = jax.jit(fn).lower(state, pixels).compile()
+    temp = compiled.memory_analysis().temp_size_in_bytes
+    D = full.text.hidden_size
+    if mode == "train":
+      a = vision_train_activation_bytes(v, 1, P, D, 1, att)
+      analytical = a["saved"] + a["layer"] + a["io"]
+    else:
+      analytical = vision_encode_bytes(v, 1, P, 1, att)
+      analytical += image_feature_bytes(v, 1, P, D)
+    out.append(
+      {
+        "mode": mode,
+        "attention": att,
+        "depth": depth,
+        "patches": P,
+        "backend": jax.default_backend(),
+        "analytical": int(analytical),
+        "compiled": int(temp),
+      }
+    )
+  return out
+
+
+def _vision_check_section(results: list) -> list[str]:
+  rows = [
+    (
+      r["backend"],
+      r["mode"],
+      r["attention"],
+      r["depth"],
+      f"{r['patches']:,}",
+      f"{r['analytical']:,}",
+      f"{r['compiled']:,}",
+      f"{r['compiled'] / r['analytical']:.2f}",
+    )
+    for r in results
+  ]
+  train = sorted(
+    (
+      r
+      for r in results
+      if r["mode"] == "train" and r["attention"] == "blockwise"
+    ),
+    key=lambda r: r["depth"],
+  )
+  L = [
+    "### Vision tower: analytical vs XLA compiled (run now, compile only)",
+    "",
+    "`memory_plan.vision_compiled_check`: the real `VisionTower` at "
+    "Qwen3-VL-8B's widths, depth cut to a few blocks, one 1920x1080 "
+    "screenshot, bf16 compute; XLA `memory_analysis()` temporaries. The "
+    "CPU backend keeps more f32 temporaries than GPU (text model above: "
+    "CPU 1.8-2.5x, H200 0.87-1.16x of the analytical train temp); no GPU "
+    "was available for this check.",
+    "",
+  ]
+  L += _table(
+    (
+      "backend",
+      "mode",
+      "attention",
+      "depth",
+      "patches",
+      "analytical B",
+      "XLA compiled B",
+      "compiled / analytical",
+    ),
+    rows,
+  )
+  if len(train) >= 2:
+    a, b = train[0], train[-1]
+    dl = b["depth"] - a["depth"]
+    per_an = (b["analytical"] - a["analytical"]) / dl
+    per_c = (b["compiled"] - a["compiled"]) / dl
+    L += [
+      "",
+      f"Per extra layer (train, blockwise, depth {a['depth']} -> "
+      f"{b['depth']}): analytical {per_an / GiB:.2f} GiB, compiled "
+      f"{per_c / GiB:.2f} GiB ({per_c / per_an:.1f}x). The plan above uses "
+      "the analytical terms; if GPU memory follows the CPU slope, the "
+      "training phase's vision activations are that much larger, which "
+      "remat of the tower's scan would remove.",
+    ]
+  return L + [""]
 
 
 # The before/after check on 8 forced CPU devices: the paper's lengths
@@ -790,8 +1362,9 @@ def main(argv=None):
   ap.add_argument("--turns", type=int, default=Workload.turns)
   a = ap.parse_args(argv)
   wl = Workload(turns=a.turns)
-  compiled, before_after = {}, None
+  compiled, before_after, vision_check = {}, None, None
   if a.compiled:
+    vision_check = vision_compiled_check()
     compiled["8 forced CPU devices (run now; einsum attention)"] = (
       run_compiled_cpu()
     )
@@ -802,7 +1375,7 @@ def main(argv=None):
         "one H200, JAX 0.11.2 (recorded; compile only; einsum attention, "
         "whole-batch prefill: measured before the memory-bounded attention)"
       ] = [json.loads(line) for line in f if line.strip()]
-  text = render(wl, compiled, before_after)
+  text = render(wl, compiled, before_after, vision_check)
   with open(a.out, "w") as f:
     f.write(text)
   print(f"wrote {a.out}")

@@ -242,3 +242,144 @@ def test_compiled_temporaries_fall_by_the_predicted_factor():
     assert f["predicted"] > 2 and f["measured"] > 2, (q, f)
     tol = 2.0 if q.startswith("train") else 1.6
     assert 1 / tol < f["measured"] / f["predicted"] < tol, (q, f)
+
+
+QWEN3_VL_8B = mm.VL_PRESETS["qwen3-vl-8b"]
+
+
+def _eval_shape_sizes(model_fn) -> dict[str, int]:
+  """path -> parameter size of a model built under nnx.eval_shape."""
+  import math
+
+  from flax import nnx
+
+  model = nnx.eval_shape(model_fn)
+  return {
+    "/".join(map(str, path)): math.prod(var.get_value().shape)
+    for path, var in nnx.to_flat_state(nnx.state(model, nnx.Param))
+  }
+
+
+def test_qwen3_vl_8b_param_count_is_the_sum_of_the_real_model():
+  from flax import nnx
+
+  from rla_jax.models.qwen import Qwen
+  from rla_jax.models.qwen3_vl import Qwen3VL
+
+  cfg = QWEN3_VL_8B
+  sizes = _eval_shape_sizes(lambda: Qwen3VL(cfg, rngs=nnx.Rngs(0)))
+  vision = sum(n for p, n in sizes.items() if p.startswith("vision/"))
+  assert vision > 0
+  assert mm.param_count(cfg) == sum(sizes.values())
+  assert mm.param_count(cfg, "vision") == vision
+  # the decoder is exactly a text Qwen3 of the same shapes
+  text = _eval_shape_sizes(lambda: Qwen(cfg.text, rngs=nnx.Rngs(0)))
+  assert mm.param_count(cfg, "text") == sum(text.values())
+  assert mm.param_count(cfg, "text") + vision == mm.param_count(cfg)
+  assert mm.param_count_formula(cfg) == mm.param_count(cfg)
+  assert mm.vision_param_count_formula(cfg.vision, 4096) == vision
+  # same decoder shapes as the Qwen3-8B preset (different rope / M-RoPE)
+  assert mm.param_count(cfg, "text") == mm.param_count(mm.PRESETS["qwen3-8b"])
+  # published size: 8.77B parameters
+  assert round(mm.param_count(cfg) / 1e7) == 877
+  with pytest.raises(ValueError, match="part must be"):
+    mm.param_count(cfg, "tower")
+
+
+def test_plan_includes_the_vision_tower_parameters():
+  from launch import memory_plan as mp
+
+  text = mm.PRESETS["qwen3-8b"]
+  vision = mm.param_count(QWEN3_VL_8B, "vision")
+  one = mm.fake_mesh(1, 1, 1)
+  wl = mm.Workload()  # text-only workload: only the parameters differ
+  vl_train = mm.train_phase_bytes(QWEN3_VL_8B, one, 4096, wl)
+  text_train = mm.train_phase_bytes(text, one, 4096, wl)
+  assert vl_train["params_f32"] - text_train["params_f32"] == 4 * vision
+  vl_sample = mm.sample_phase_bytes(QWEN3_VL_8B, one, 8, 1024, 1024)
+  assert vl_sample["vision_weights_bf16"] == 2 * vision
+  assert (
+    vl_sample["weights_bf16"]
+    == mm.sample_phase_bytes(text, one, 8, 1024, 1024)["weights_bf16"]
+  )
+  # on a slice: the co-resident fp32 params of both idle models grow by
+  # both towers' shards, which are really sharded over fsdp
+  h100 = [a for a in mm.ACCELERATORS if a.name.startswith("H100")][0]
+  vl_plan = mp.plan_slice(QWEN3_VL_8B, QWEN3_VL_8B, h100, 8, wl, 1, 1)
+  text_plan = mp.plan_slice(text, text, h100, 8, wl, 1, 1)
+  grown = (
+    vl_plan.persistent["policy_sample"] - text_plan.persistent["policy_sample"]
+  )
+  assert 2 * 4 * vision / 8 <= grown < 2 * 4 * vision / 4
+
+
+def test_screenshot_geometry_is_the_image_processors():
+  """The plan's smart_resize and patch grid equal transformers' image
+  processor configured with Qwen3-VL-8B's pixel bounds (each branch:
+  plain rounding, below min_pixels, above max_pixels)."""
+  import numpy as np
+
+  pytest.importorskip("transformers")
+  from rla_jax.models.qwen3_vl import inputs
+
+  v = QWEN3_VL_8B.vision
+  # Qwen3-VL-8B's bounds (1080x1920: rounding; 100x90: below min_pixels),
+  # and a small max_pixels for the branch above it (a real image over
+  # 16M pixels would take long to preprocess)
+  for lo, hi, screen in (
+    (mm.MIN_PIXELS, mm.MAX_PIXELS, (1080, 1920)),
+    (mm.MIN_PIXELS, mm.MAX_PIXELS, (100, 90)),
+    (mm.MIN_PIXELS, 300_000, (1080, 1920)),
+  ):
+    size = {"shortest_edge": lo, "longest_edge": hi}
+    proc = inputs.image_processor(QWEN3_VL_8B, {"size": size})
+    image = inputs.preprocess(proc, [np.zeros((*screen, 3), np.uint8)])[0]
+    bounds = {"min_pixels": lo, "max_pixels": hi}
+    assert mm.screenshot_grid(v, screen, **bounds) == image.grid, screen
+    assert mm.screenshot_tokens(v, screen, **bounds) == image.tokens(2)
+  assert mm.screenshot_grid(v, (1080, 1920), max_pixels=300_000) != (68, 120)
+  # the GUI prompts hold their screenshots
+  tok = mm.screenshot_tokens(v, mm.GUI.screen)
+  assert mm.GUI.rm_images * tok < mm.GUI.rm_prompt
+  assert mm.GUI.policy_images * tok < mm.GUI.policy_prompt
+  with pytest.raises(ValueError, match="aspect ratio"):
+    mm.smart_resize(10, 5000, 32)
+
+
+def test_vision_terms_einsum_flash_and_image_layout():
+  v = QWEN3_VL_8B.vision
+  P = 8160
+  e = mm.vision_train_activation_bytes(v, 1, P, 4096, 1, "einsum")
+  f = mm.vision_train_activation_bytes(v, 1, P, 4096, 1, "blockwise")
+  # einsum keeps [Nv, P, P] f32 scores + bf16 probs per layer
+  assert e["saved"] - f["saved"] > 27 * v.num_heads * P * P * 6 * 0.9
+  assert mm.vision_encode_bytes(v, 4, P, 1, "blockwise") * 8 < (
+    mm.vision_encode_bytes(v, 4, P, 1, "einsum")
+  )
+  # twice the images, twice the bytes (flash: linear, no cross-image term)
+  one = mm.vision_train_activation_bytes(v, 1, P, 4096, 2, "blockwise")
+  two = mm.vision_train_activation_bytes(v, 2, P, 4096, 2, "blockwise")
+  assert two == {k: 2 * x for k, x in one.items()}
+  fl = mm.vision_flops_per_image(v, P, 4096)
+  assert fl["attention"] == 4 * 27 * 1152 * P * P
+  # 288 rows x 3 images over 16 batch shards: 54 each, or all 864 -> 1024
+  assert mm.images_per_device(3, 288, 16, True) == 54
+  assert mm.images_per_device(3, 288, 16, False) == 1024
+  assert mm.images_per_device(0, 288, 16, False) == 0
+  # the replicated layout only adds memory
+  from launch import memory_plan as mp
+
+  h200 = [a for a in mm.ACCELERATORS if a.name.startswith("H200")][0]
+  sharded = mp.best_plan(QWEN3_VL_8B, QWEN3_VL_8B, h200, 64, mm.GUI)
+  coded = mp.best_plan(QWEN3_VL_8B, QWEN3_VL_8B, h200, 64, mm.GUI_AS_CODED)
+  assert coded.peak(True) > sharded.peak(True)
+  t = mp.step_time(QWEN3_VL_8B, QWEN3_VL_8B, sharded, mm.GUI)
+  assert t["rm_vision_encode"] > 0 and t["policy_vision_train"] > 0
+  # text presets get no vision terms
+  text_t = mp.step_time(
+    QWEN25_7B,
+    QWEN25_7B,
+    mp.best_plan(QWEN25_7B, QWEN25_7B, h200, 8, mm.PAPER),
+    mm.PAPER,
+  )
+  assert not any("vision" in k for k in text_t)
