@@ -173,17 +173,9 @@ PRESETS = {
 # "qwen3-vl-8b", says which value was checked against which source).
 VL_PRESETS = {
   "qwen3-vl-8b": Qwen3VLConfig(
-    text=QwenConfig(
-      model_type="qwen3",
-      vocab_size=151936,
-      hidden_size=4096,
-      intermediate_size=12288,
-      num_layers=36,
-      num_heads=32,
-      num_kv_heads=8,
-      head_dim=128,
+    # Qwen3-8B's decoder shapes, with Qwen3-VL's rope and M-RoPE layout.
+    text=PRESETS["qwen3-8b"].replace(
       rope_theta=5_000_000.0,
-      tie_word_embeddings=False,
       max_position_embeddings=262144,
       mrope_section=(24, 20, 20),
     ),

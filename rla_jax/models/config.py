@@ -83,6 +83,18 @@ def _rope_from_hf(
   return float(rope_theta), Llama3RopeScaling.from_hf_dict(params, source)
 
 
+def read_config_json(path: str) -> Any:
+  """A checkpoint's config.json, parsed; ConfigError naming the path when
+  it is missing or malformed."""
+  if not os.path.isfile(path):
+    raise ConfigError(f"{path}: config file not found")
+  try:
+    with open(path) as f:
+      return json.load(f)
+  except json.JSONDecodeError as e:
+    raise ConfigError(f"{path}: malformed JSON: {e}") from None
+
+
 @dataclasses.dataclass(frozen=True)
 class QwenConfig:
   """Shapes and options of a Qwen2/Qwen3/Llama decoder.
@@ -236,14 +248,7 @@ class QwenConfig:
 
   @classmethod
   def from_json_file(cls, path: str) -> QwenConfig:
-    if not os.path.isfile(path):
-      raise ConfigError(f"{path}: config file not found")
-    try:
-      with open(path) as f:
-        d = json.load(f)
-    except json.JSONDecodeError as e:
-      raise ConfigError(f"{path}: malformed JSON: {e}") from None
-    return cls.from_hf_dict(d, source=path)
+    return cls.from_hf_dict(read_config_json(path), source=path)
 
   def to_hf_dict(self, dtype: str = "float32") -> dict[str, Any]:
     """Returns a transformers v5 config dict."""

@@ -99,7 +99,9 @@ def layer_param_shapes(cfg: QwenConfig) -> dict[str, tuple[int, ...]]:
   return shapes
 
 
-def _param(rngs, shape, init, param_dtype, axes):
+def init_param(rngs, shape, init, param_dtype, axes):
+  """An nnx.Param of `shape` with logical `axes`: init "ones", "zeros" or
+  N(0, 0.02^2) (shared by the decoder and the vision tower)."""
   if init == "ones":
     value = jnp.ones(shape, param_dtype)
   elif init == "zeros":
@@ -134,7 +136,7 @@ class Qwen(nnx.Module):
     self.remat = remat
     check_implementation(attention)
     self.attention = attention
-    self.embed = _param(
+    self.embed = init_param(
       rngs,
       (cfg.vocab_size, cfg.hidden_size),
       "normal",
@@ -150,15 +152,15 @@ class Qwen(nnx.Module):
         if name.startswith("b")
         else "normal"
       )
-      layers[name] = _param(
+      layers[name] = init_param(
         rngs, shape, init, param_dtype, LAYER_PARAM_AXES[name]
       )
     self.layers = nnx.Dict(layers)
-    self.final_norm = _param(
+    self.final_norm = init_param(
       rngs, (cfg.hidden_size,), "ones", param_dtype, ("norm",)
     )
     if not cfg.tie_word_embeddings:
-      self.lm_head = _param(
+      self.lm_head = init_param(
         rngs,
         (cfg.hidden_size, cfg.vocab_size),
         "normal",

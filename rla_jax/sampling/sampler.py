@@ -443,18 +443,16 @@ class Sampler:
     max_new_tokens,
     num_samples: int = 1,
     row_seeds=None,
-    images=None,
+    image_layout=None,
   ):
     """Prefills `rows` into `cache`, then decodes num_samples continuations
     per row (rows of the output are row-major: row i, sample j -> i*m+j).
-    row_seeds (checked by the caller): one int per row, or None. images:
-    None, or per row a list of `qwen3_vl.inputs.Image` for its image-pad
-    tokens (Qwen3-VL)."""
+    row_seeds (checked by the caller): one int per row, or None.
+    image_layout: the chunk's images laid out by `_image_chunk` (Qwen3-VL),
+    or None for a text chunk."""
     n = len(rows)
     B = cache.batch_size
-    T = pick_bucket(
-      max(1, max(len(r) for r in rows)), self.prompt_buckets, "prompt length"
-    )
+    T = self._chunk_bucket(rows)
     budget = int(max_new_tokens or self.max_new_tokens)
     if not 1 <= budget <= self.max_new_tokens:
       raise ValueError(
@@ -467,7 +465,6 @@ class Sampler:
         f"max_new_tokens {self.max_new_tokens} > {cache.num_slots} slots"
       )
     ids, mask = left_pad(rows, T, B, self.pad_id)
-    chunk = self._image_chunk(rows, images, T, B)
     active = np.zeros((B,), bool)
     active[:n] = active_rows
     m = int(num_samples)
@@ -491,7 +488,7 @@ class Sampler:
       )
     ids = self._place(ids, ("batch", "length"))
     mask = self._place(mask, ("batch", "length"))
-    if chunk is None:
+    if image_layout is None:
       prefill, lead = self._prefill_program()
       cache, logits = prefill(*lead, cache, ids, mask, attention=self.attention)
     else:
@@ -504,9 +501,11 @@ class Sampler:
         cache,
         ids,
         mask,
-        self._place(chunk.offsets, ("batch", "length", None)),
-        self._place(chunk.feature_rows, ("batch", "length")),
-        jax.tree.map(lambda x: self._place(x, (None,) * x.ndim), chunk.images),
+        self._place(image_layout.offsets, ("batch", "length", None)),
+        self._place(image_layout.feature_rows, ("batch", "length")),
+        jax.tree.map(
+          lambda x: self._place(x, (None,) * x.ndim), image_layout.images
+        ),
         attention=self.attention,
       )
     if m > 1:
@@ -551,8 +550,15 @@ class Sampler:
       out_stop.append(bool(stopped[i]))
     return cache, SampleOutput(out_tokens, out_lp, out_stop)
 
+  def _chunk_bucket(self, rows) -> int:
+    """The padded length of a chunk of rows (its prompt bucket)."""
+    return pick_bucket(
+      max(1, max(len(r) for r in rows)), self.prompt_buckets, "prompt length"
+    )
+
   def _image_chunk(self, rows, images, T: int, B: int):
-    """The chunk's `image_prefill.ImageChunk`, or None for a text chunk
+    """The chunk's images laid out (`qwen3_vl.inputs.ImageLayout`, checked
+    by `image_prefill.image_chunk`), or None for a text chunk
     (no images given, or none in any row)."""
     if images is None or not any(images):
       return None
@@ -601,10 +607,9 @@ class Sampler:
     if num_samples < 1:
       raise ValueError(f"num_samples must be >= 1, got {num_samples}")
     B = self._batch_bucket(len(prompts))
-    T = pick_bucket(
-      max(len(p) for p in prompts), self.prompt_buckets, "prompt length"
-    )
-    self._image_chunk(prompts, images, T, B)  # bad images fail before compiles
+    T = self._chunk_bucket(prompts)
+    # Laid out (and bad images refused) before anything compiles.
+    layout = self._image_chunk(prompts, images, T, B)
     cache = self.new_cache(B, T + self.max_new_tokens)
     _, out = self._run(
       cache,
@@ -618,7 +623,7 @@ class Sampler:
       max_new_tokens=max_new_tokens,
       num_samples=num_samples,
       row_seeds=row_seeds,
-      images=images,
+      image_layout=layout,
     )
     return out
 
@@ -668,15 +673,16 @@ class Session:
         raise ValueError(f"row {i} is active but has no new tokens")
     self.sampler._check_rows(rows, allow_empty=True)
     self.sampler._check_row_seeds(sample_kw.get("row_seeds"), len(rows))
-    if sample_kw.get("images") is not None:
-      if len(sample_kw["images"]) != len(rows):
-        raise ValueError(
-          f"{len(sample_kw['images'])} image lists for {len(rows)} rows"
-        )
-      sample_kw["images"] = [
-        list(imgs) if a else []
-        for imgs, a in zip(sample_kw["images"], active, strict=True)
+    images = sample_kw.pop("images", None)
+    if images is not None:
+      if len(images) != len(rows):
+        raise ValueError(f"{len(images)} image lists for {len(rows)} rows")
+      images = [
+        list(imgs) if a else [] for imgs, a in zip(images, active, strict=True)
       ]
+    layout = self.sampler._image_chunk(
+      rows, images, self.sampler._chunk_bucket(rows), self.cache.batch_size
+    )
     self.cache, out = self.sampler._run(
       self.cache,
       rows,
@@ -689,8 +695,8 @@ class Session:
         "greedy": False,
         "max_new_tokens": None,
         "row_seeds": None,
-        "images": None,
         **sample_kw,
       },
+      image_layout=layout,
     )
     return out

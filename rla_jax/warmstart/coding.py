@@ -10,6 +10,7 @@ it does not claim coding skill. Cached by a hash of the settings.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -43,22 +44,56 @@ def cache_root(configured: str = "") -> str:
   )
 
 
-def embedded_coding_models(config, log=print) -> dict:
-  """Builds (or reuses) tokenizer/policy/reward dirs for config.embedded."""
+@dataclasses.dataclass(frozen=True)
+class EmbeddedCache:
+  """Where one loop's embedded models live: root (under `cache_root`,
+  named by a hash of spec, the settings they are built from), the
+  tokenizer / policy / reward dirs in it, and the COMPLETE marker a
+  finished build writes."""
+
+  root: str
+  spec: dict
+
+  @property
+  def dirs(self) -> dict[str, str]:
+    return {
+      f"{name}_dir": os.path.join(self.root, name)
+      for name in ("tokenizer", "policy", "reward")
+    }
+
+  @property
+  def marker(self) -> str:
+    return os.path.join(self.root, "COMPLETE")
+
+  @property
+  def complete(self) -> bool:
+    return os.path.exists(self.marker)
+
+  def mark_complete(self) -> None:
+    with open(self.marker, "w") as f:
+      json.dump(self.spec, f)
+
+
+def embedded_cache(config, kind: str) -> EmbeddedCache:
+  """The `EmbeddedCache` of config.embedded (its cache_dir aside) and
+  config.seed, for the loop `kind` ("coding", "gui")."""
   e = config.embedded
   spec = {"version": 1, "seed": config.seed, **e.to_dict()}
   spec.pop("cache_dir", None)
   key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
-  root = os.path.join(cache_root(e.cache_dir), "coding", key[:12])
-  dirs = {
-    "tokenizer_dir": os.path.join(root, "tokenizer"),
-    "policy_dir": os.path.join(root, "policy"),
-    "reward_dir": os.path.join(root, "reward"),
-  }
-  marker = os.path.join(root, "COMPLETE")
-  if os.path.exists(marker):
+  return EmbeddedCache(
+    os.path.join(cache_root(e.cache_dir), kind, key[:12]), spec
+  )
+
+
+def embedded_coding_models(config, log=print) -> dict:
+  """Builds (or reuses) tokenizer/policy/reward dirs for config.embedded."""
+  e = config.embedded
+  cache = embedded_cache(config, "coding")
+  dirs = cache.dirs
+  if cache.complete:
     return dirs
-  log(f"building embedded coding models in {root}")
+  log(f"building embedded coding models in {cache.root}")
   tasks = generate_offline_tasks(64, config.seed)
   texts = []
   for t in tasks:
@@ -87,6 +122,5 @@ def embedded_coding_models(config, log=print) -> dict:
       dirs[f"{role}_dir"],
       tokenizer=tok,
     )
-  with open(marker, "w") as f:
-    json.dump(spec, f)
+  cache.mark_complete()
   return dirs

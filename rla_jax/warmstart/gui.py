@@ -17,9 +17,6 @@ like the coding loop's embedded models.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import os
 
 import numpy as np
 from flax import nnx
@@ -33,7 +30,7 @@ from rla_jax.rl import agent_text, gui_prompts
 from rla_jax.rl.gui_rollout import ScreenshotEncoder
 from rla_jax.rl.trainer import Learner, OptimConfig, Sample
 from rla_jax.warmstart.bpe_tokenizer import IM_START, train_bpe_tokenizer
-from rla_jax.warmstart.coding import cache_root
+from rla_jax.warmstart.coding import embedded_cache
 
 _INSTRUCTIONS = (
   'Click the button labelled "ONE".',
@@ -190,19 +187,11 @@ def format_warm_start(model, examples, steps: int, rng, batch: int = 8):
 def embedded_gui_models(config, log=print) -> dict:
   """Builds (or reuses) tokenizer/policy/reward dirs for config.embedded."""
   e = config.embedded
-  spec = {"version": 1, "seed": config.seed, **e.to_dict()}
-  spec.pop("cache_dir", None)
-  key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
-  root = os.path.join(cache_root(e.cache_dir), "gui", key[:12])
-  dirs = {
-    "tokenizer_dir": os.path.join(root, "tokenizer"),
-    "policy_dir": os.path.join(root, "policy"),
-    "reward_dir": os.path.join(root, "reward"),
-  }
-  marker = os.path.join(root, "COMPLETE")
-  if os.path.exists(marker):
+  cache = embedded_cache(config, "gui")
+  dirs = cache.dirs
+  if cache.complete:
     return dirs
-  log(f"building embedded GUI models in {root}")
+  log(f"building embedded GUI models in {cache.root}")
   tok = train_bpe_tokenizer(_corpus(), e.vocab_size, dirs["tokenizer_dir"])
   tok.add_special_tokens(
     {"additional_special_tokens": [IM_START, *gui_prompts.VISION_TOKENS]}
@@ -224,6 +213,5 @@ def embedded_gui_models(config, log=print) -> dict:
     save_qwen3_vl(
       model, dirs[f"{role}_dir"], preprocessor=PREPROCESSOR, tokenizer=tok
     )
-  with open(marker, "w") as f:
-    json.dump(spec, f)
+  cache.mark_complete()
   return dirs

@@ -13,12 +13,10 @@ temporal_patch_size x patch_size^2 values per patch, m = spatial_merge_size.
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 from typing import Any
 
 from rla_jax.errors import ConfigError
-from rla_jax.models.config import QwenConfig
+from rla_jax.models.config import QwenConfig, read_config_json
 
 ARCHITECTURE = "Qwen3VLForConditionalGeneration"
 
@@ -189,14 +187,7 @@ class Qwen3VLConfig:
 
   @classmethod
   def from_json_file(cls, path: str) -> Qwen3VLConfig:
-    if not os.path.isfile(path):
-      raise ConfigError(f"{path}: config file not found")
-    try:
-      with open(path) as f:
-        d = json.load(f)
-    except json.JSONDecodeError as e:
-      raise ConfigError(f"{path}: malformed JSON: {e}") from None
-    return cls.from_hf_dict(d, source=path)
+    return cls.from_hf_dict(read_config_json(path), source=path)
 
   def to_hf_dict(self, dtype: str = "float32") -> dict[str, Any]:
     text = self.text.to_hf_dict(dtype=dtype)

@@ -30,6 +30,7 @@ from flax import nnx
 
 from rla_jax.models.attention import attention as masked_attention
 from rla_jax.models.ops import apply_rope, dense
+from rla_jax.models.qwen import init_param
 from rla_jax.models.qwen3_vl.config import VisionConfig
 
 LN_EPS = 1e-6
@@ -178,16 +179,6 @@ def layer_norm(x, w, b):
   return (y * w.astype(jnp.float32) + b.astype(jnp.float32)).astype(x.dtype)
 
 
-def _param(rngs, shape, init, param_dtype, axes):
-  if init == "ones":
-    value = jnp.ones(shape, param_dtype)
-  elif init == "zeros":
-    value = jnp.zeros(shape, param_dtype)
-  else:
-    value = (0.02 * jax.random.normal(rngs.params(), shape)).astype(param_dtype)
-  return nnx.Param(value, logical_axes=axes)
-
-
 def _init_kind(name: str) -> str:
   if name.endswith("_w") and name.startswith("norm"):
     return "ones"
@@ -211,17 +202,17 @@ class VisionTower(nnx.Module):
     self.cfg = cfg
     self.dtype = dtype
     self.attention = attention
-    self.patch_w = _param(
+    self.patch_w = init_param(
       rngs,
       (cfg.patch_dim, cfg.hidden_size),
       "normal",
       param_dtype,
       ("vision_patch", "vision_embed"),
     )
-    self.patch_b = _param(
+    self.patch_b = init_param(
       rngs, (cfg.hidden_size,), "zeros", param_dtype, ("norm",)
     )
-    self.pos_embed = _param(
+    self.pos_embed = init_param(
       rngs,
       (cfg.num_position_embeddings, cfg.hidden_size),
       "normal",
@@ -230,7 +221,7 @@ class VisionTower(nnx.Module):
     )
     self.blocks = nnx.Dict(
       {
-        name: _param(
+        name: init_param(
           rngs, shape, _init_kind(name), param_dtype, BLOCK_PARAM_AXES[name]
         )
         for name, shape in block_param_shapes(cfg).items()
@@ -238,7 +229,7 @@ class VisionTower(nnx.Module):
     )
     self.merger = nnx.Dict(
       {
-        name: _param(
+        name: init_param(
           rngs, shape, _init_kind(name), param_dtype, MERGER_PARAM_AXES[name]
         )
         for name, shape in merger_param_shapes(cfg, False).items()
@@ -247,7 +238,7 @@ class VisionTower(nnx.Module):
     E = len(cfg.deepstack_visual_indexes)
     self.deepstack_mergers = nnx.Dict(
       {
-        name: _param(
+        name: init_param(
           rngs,
           (E, *shape),
           _init_kind(name),
