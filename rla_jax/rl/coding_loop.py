@@ -46,8 +46,10 @@ from rla_jax.envs.coding import (
   render_policy_prompt,
   render_task_proposal_prompt,
   render_unit_test_prompt,
+  select_family,
   unit_test_rewards,
 )
+from rla_jax.errors import ConfigError
 from rla_jax.rl import agent_text
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.advantages import accuracy_in_band
@@ -69,6 +71,11 @@ from rla_jax.rl.phases import (
 )
 from rla_jax.rl.seeds import derive_seed
 from rla_jax.rl.trainer import Sample
+from rla_jax.warmstart import coding_settings
+from rla_jax.warmstart.directory import load_warm_start_dir
+from rla_jax.warmstart.settings import build_command
+
+FAMILIES = ("select", "classic")
 
 
 def _sample_texts(loop, sampler, prompt_ids, seed, section, num_samples=1):
@@ -130,9 +137,49 @@ class CodingLoop(LoopBase):
 
   title = "RLAnything on coding"
 
+  def check_config(self) -> None:
+    c = self.config
+    if c.env.family not in FAMILIES:
+      raise ConfigError(
+        f"config env.family={c.env.family!r} is not one of {FAMILIES}"
+      )
+    self.warm_start = None
+    if c.env.family == "select":
+      bad = [v for v in c.env.levels if v not in select_family.LEVELS]
+      if bad or not c.env.levels:
+        raise ConfigError(
+          f"config env.levels={tuple(c.env.levels)!r} must be non-empty "
+          f"levels of the select family {select_family.LEVELS}"
+        )
+    path = coding_settings.coding_warm_start_dir(c.warmstart.dir)
+    if path is not None and not uses_given_models(c):
+      if c.env.family != "select":
+        raise ConfigError(
+          "config warmstart.dir: the coding warm start is trained on the "
+          "select family; set env.family='select' or warmstart.dir=''"
+        )
+      settings = coding_settings.warmstart_settings(c)
+      self.warm_start = load_warm_start_dir(
+        path,
+        settings,
+        build_command(c),
+        digest=coding_settings.coding_config_hash(settings),
+      )
+
+  def fingerprint_fields(self) -> dict:
+    return {
+      **super().fingerprint_fields(),
+      "warmstart": {
+        k: v for k, v in self.config.warmstart.to_dict().items() if k != "dir"
+      },
+    }
+
   def model_dirs(self) -> dict:
     if uses_given_models(self.config):
       return super().model_dirs()
+    if self.warm_start is not None:
+      self.log(f"warm start: loaded {self.warm_start.describe()}")
+      return self.warm_start.model_dirs()
     from rla_jax.warmstart.coding import embedded_coding_models
 
     return primary_builds_first(
@@ -142,9 +189,14 @@ class CodingLoop(LoopBase):
 
   def build_tasks(self):
     c = self.config
-    train, evals = offline_train_eval_split(
-      c.env.num_tasks, c.eval.num_tasks, c.seed
-    )
+    if c.env.family == "select":
+      train, evals = select_family.select_train_eval_split(
+        c.env.num_tasks, c.eval.num_tasks, c.seed, tuple(c.env.levels)
+      )
+    else:
+      train, evals = offline_train_eval_split(
+        c.env.num_tasks, c.eval.num_tasks, c.seed
+      )
     self.registry = {t.task_id: t for t in train}
     self.pool = TaskPool(
       [t.task_id for t in train], low=c.adaptation.low, high=c.adaptation.high

@@ -65,7 +65,7 @@ def _cached(out_dir: str, digest: str) -> dict | None:
   }
 
 
-def _model_config(cfg: dict, tok) -> QwenConfig:
+def model_config(cfg: dict, tok) -> QwenConfig:
   m = cfg["model"]
   return QwenConfig(
     model_type="qwen3",
@@ -128,7 +128,7 @@ class StageStore:
     return os.path.join(self.root, name)
 
 
-def _train_model(store, name, init, samples, sft_cfg, seed, pad, log, **kw):
+def train_stage(store, name, init, samples, sft_cfg, seed, pad, log, **kw):
   """One SFT stage, resumed or skipped through `store` (model, info)."""
   info = store.done(name)
   if info is not None:
@@ -286,14 +286,14 @@ def build_warm_start(
   pad = tok.pad_token_id
   lap("tokenizer")
 
-  model_cfg = _model_config(cfg, tok)
+  model_cfg = model_config(cfg, tok)
 
   def fresh_base():
     return Qwen(model_cfg, rngs=nnx.Rngs(seed))
 
   base, drill_info = fresh_base(), {}
   if int(cfg["drill"]["steps"]):
-    base, drill_info = _train_model(
+    base, drill_info = train_stage(
       store,
       "drill",
       fresh_base,
@@ -306,7 +306,7 @@ def build_warm_start(
   lap("drill")
 
   ps = cfg["policy_sft"]
-  policy, policy_info = _train_model(
+  policy, policy_info = train_stage(
     store,
     "policy_sft",
     lambda: base,
@@ -337,7 +337,7 @@ def build_warm_start(
     for e in data.judge_ex
   ]
   probe_records = _sample_records(own, int(ev["rm_max_steps"]), seed)
-  reward, rm_info = _train_model(
+  reward, rm_info = train_stage(
     store,
     "rm_sft",
     rm_init,

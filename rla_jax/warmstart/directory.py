@@ -109,7 +109,10 @@ def _mismatch_error(path, have, want, built, wanted, build_command) -> str:
 
 
 def load_warm_start_dir(
-  path: str, settings: dict[str, Any], build_command: str
+  path: str,
+  settings: dict[str, Any],
+  build_command: str,
+  digest: str | None = None,
 ) -> WarmStart:
   """The warm start in `path`, checked against `settings` (the run's
   resolved warm-start config). ConfigError naming the path and the build
@@ -138,7 +141,7 @@ def load_warm_start_dir(
       f"config.warmstart.dir={path!r}: unreadable {MARKER} ({e}); rebuild "
       f"it with: {build_command} --out={path} --overwrite"
     ) from None
-  want = config_hash(settings)
+  want = digest or config_hash(settings)
   if have != want:
     raise ConfigError(
       _mismatch_error(

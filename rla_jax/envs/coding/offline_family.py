@@ -19,6 +19,7 @@ import json
 import random
 from collections.abc import Callable, Sequence
 
+from rla_jax.envs.coding import select_family
 from rla_jax.envs.coding.tasks import DEFAULT_TIME_LIMIT_S, Task
 
 LEVELS = (1, 2, 3, 4)
@@ -358,8 +359,9 @@ def propose_variant(
 
   harder: level + 1 (at the top level: size + 1); easier: level - 1 (at level 1:
   size - 1). A fresh seed from ``rng`` gives new tests. The variant keeps
-  ``root_id``; ``parent_id`` = task. Tasks without a family spec (dataset /
-  LLM-proposed tasks) return None.
+  ``root_id``; ``parent_id`` = task. Select-family tasks move by predicates
+  (`select_family.propose_select_variant`). Tasks without a family spec
+  (dataset / LLM-proposed tasks) return None.
   """
   if direction not in ("harder", "easier"):
     raise ValueError(
@@ -368,6 +370,8 @@ def propose_variant(
   if not task.family_spec:
     return None
   spec = json.loads(task.family_spec)
+  if spec["kind"] == select_family.KIND:
+    return select_family.propose_select_variant(task, direction, rng)
   kind, level, size = spec["kind"], spec["level"], spec["size"]
   step = 1 if direction == "harder" else -1
   if (kind, level + step) in TEMPLATES:
@@ -384,3 +388,9 @@ def propose_variant(
     root_id=task.root_id,
     parent_id=task.task_id,
   )
+
+
+def reference_program(task: Task) -> str | None:
+  """A program that solves a family task, where the family has one (the
+  select family); None otherwise."""
+  return select_family.reference_program(task)
