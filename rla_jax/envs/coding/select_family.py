@@ -7,7 +7,7 @@ positive, negative, greater than k, less than k, divisible by k, not
 divisible by k). The level is 1 + the number of predicates, so a harder
 variant adds a predicate to the same problem and an easier one drops one:
 the rule-based environment model moves a task along an axis a small coder
-can learn. 4 + 32 + 96 + 132 = 264 distinct statements (level 1-4; pairs
+can learn. 4 + 32 + 92 + 112 = 240 distinct statements (level 1-4; pairs
 that contradict, such as even and odd, are left out).
 
 Every task is determined by its family spec {kind: "select", agg, preds,
@@ -54,12 +54,13 @@ _TESTS = {  # the same conditions as functions, for the solver
   "ndiv": lambda x, k: x % k != 0,
 }
 # Pairs no integer satisfies (k is drawn from 2-5, so "greater than k"
-# excludes negatives).
+# excludes negatives; nothing is both greater and less than k).
 _CONTRADICTIONS = (
   {"even", "odd"},
   {"positive", "negative"},
   {"div", "ndiv"},
   {"negative", "gt"},
+  {"gt", "lt"},
 )
 
 
