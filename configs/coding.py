@@ -97,6 +97,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       "temperature": 0.0,
       "top_p": 1.0,
       "greedy": True,
+      # Programs sampled per eval task (eval/selected_code picks one of
+      # them by the generated tests; greedy makes them all the same).
+      "programs_per_task": 1,
+      # Generated tests per eval task: env.tests_per_task, followed until
+      # set (a derived reference: setting this one leaves env's alone).
+      "tests_per_task": c.env.get_ref("tests_per_task") * 1,
     }
   )
   if preset == "smoke":
