@@ -112,11 +112,20 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     {
       "every": 3,
       "at_start": True,
-      "num_tasks": 8,
+      # 64 held-out tasks x 4 programs = 256 paired code runs (and 256
+      # generated tests), sampled at the rollout temperature the warm
+      # start's pass@1 was measured at.
+      "num_tasks": 64,
       "seed": 4321,
-      "temperature": 0.0,
+      "temperature": 1.0,
       "top_p": 1.0,
-      "greedy": True,
+      "greedy": False,
+      # Programs sampled per eval task (eval/selected_code picks one of
+      # them by the generated tests; greedy makes them all the same).
+      "programs_per_task": 4,
+      # Generated tests per eval task: env.tests_per_task, followed until
+      # set (a derived reference: setting this one leaves env's alone).
+      "tests_per_task": c.env.get_ref("tests_per_task") * 1,
     }
   )
   if preset == "smoke":
@@ -132,7 +141,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.env.update(num_tasks=2, programs_per_task=4, tests_per_task=2)
     c.rollout.max_new_tokens = 24
     c.reward.max_new_tokens = 24
-    c.eval.update(every=0, num_tasks=2)
+    c.eval.update(
+      every=0, num_tasks=2, temperature=0.0, greedy=True, programs_per_task=1
+    )
   elif preset == "smollm2":
     c.total_steps = 2
     # Coder and test generator: the same converted GGUF (no warm start).

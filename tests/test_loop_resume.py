@@ -95,6 +95,8 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
     assert reference[1]["policy/updates"] >= 1
     assert reference[1]["reward/updates"] >= 1
     _check_logged_changes(reference, full)
+  if case == "coding":
+    _check_coding_changes(reference, full)
 
   killed = str(tmp_path / "killed")
   child = subprocess.Popen(
@@ -124,6 +126,8 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "resumed from checkpoint step" in resumed.stderr
   assert _rows(killed) == reference
+  if case == "coding":  # the resumed end eval paired with the restored start
+    _check_coding_changes(_rows(killed), killed)
 
 
 def _check_logged_changes(rows, workdir):
@@ -140,6 +144,29 @@ def _check_logged_changes(rows, workdir):
     assert end[k.change] == pytest.approx(end[k.success] - start[k.success])
     assert end[k.change_stderr] >= 0
     assert f"- {split}_success {start[k.success]:.3f} -> " in summary
+
+
+def _check_coding_changes(rows, workdir):
+  """The coding end evaluation's code and UT changes are paired against
+  the start one's runs (the same runs at both ends) and the summary
+  states them; code's start mean is start eval/code, UT's is its logged
+  change_start where eval/ut is not the mean of its runs (tests judged by
+  correct programs: at most start eval/ut), else start eval/ut."""
+  from rla_jax.metrics.keys import paired_keys
+
+  with open(os.path.join(workdir, "summary.md")) as f:
+    summary = f.read()
+  start, end = rows[0], rows[-1]
+  for name in ("code", "ut"):
+    k = paired_keys(name)
+    assert k.change not in start and start[k.runs] == end[k.runs] > 1
+    assert end[k.change_stderr] >= 0
+    begin = end.get(k.change_start, start[k.success])
+    assert begin <= start[k.success] + 1e-12
+    if name == "code" or k.change_start not in end:
+      assert begin == start[k.success]
+      assert end[k.change] == pytest.approx(end[k.success] - begin)
+    assert f"- {name} {begin:.3f} -> " in summary
 
 
 @pytest.mark.slow

@@ -537,3 +537,33 @@ def test_summary_states_each_success_change_with_its_paired_stderr():
     assert f"- {line}\n" in text
   assert paired_change_lines(history[:1]) == []
   assert "paired" not in summary_markdown(history[:1], title="Run")
+
+
+def test_summary_states_coding_changes_from_their_logged_start():
+  """Coding's paired metrics (eval/code, eval/ut) are stated as well; a
+  logged change_start (the paired runs' start mean where it is not the
+  metric's value, here UT) is the start; eval/selection_gain, not a
+  paired change, is in the table only."""
+  history = [
+    {"step": 0, "eval/code": 0.25, "eval/ut": 0.5, "eval/code_runs": 8},
+    {
+      "step": 3,
+      "eval/code": 0.5,
+      "eval/code_change": 0.25,
+      "eval/code_change_stderr": 0.125,
+      "eval/code_runs": 8,
+      "eval/ut": 0.75,
+      "eval/ut_change": 0.125,
+      "eval/ut_change_stderr": 0.0625,
+      "eval/ut_change_start": 0.375,
+      "eval/ut_runs": 4,
+      "eval/selection_gain": 0.25,
+    },
+  ]
+  assert paired_change_lines(history) == [
+    "code 0.250 -> 0.500 (+0.250 +- 0.125 paired s.e., 8 runs)",
+    "ut 0.375 -> 0.500 (+0.125 +- 0.062 paired s.e., 4 runs)",
+  ]
+  text = summary_markdown(history, title="Run")
+  assert "| eval/selection_gain | 0.25 (3) |" in text
+  assert "| eval/code | 0.25 (0) | 0.5 (3) |" in text

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from rla_jax.metrics import keys
 from rla_jax.rl import evaluation
 
 # 2 trajectories x 3 step slots x m=3 votes; trajectory 1 has 2 real steps.
@@ -114,18 +115,44 @@ def test_success_metrics_pair_each_split_with_its_start():
 
 
 def test_start_outcomes_round_trip_and_refuse_changed_settings():
-  cfg = {k: i for i, k in enumerate(evaluation.PAIRING_FIELDS)}
-  start = evaluation.StartOutcomes.of({"a": [True, False]}, cfg)
+  fields = {k: i for i, k in enumerate(evaluation.PAIRING_FIELDS)}
+  cfg = {**fields, "every": 5}  # not a pairing field
+  settings = evaluation.pairing_settings(cfg)
+  assert settings == fields
+  start = evaluation.StartOutcomes.of({"a": [True, False]}, settings)
+  assert start.won == {"a": [1, 0]}
   record = json.loads(json.dumps(start.record()))
   logged = []
-  assert evaluation.StartOutcomes.restore(record, cfg, logged.append) == start
-  assert evaluation.StartOutcomes.restore(None, cfg, logged.append) is None
+  assert (
+    evaluation.StartOutcomes.restore(record, settings, logged.append) == start
+  )
+  assert evaluation.StartOutcomes.restore(None, settings, logged.append) is None
+  assert (
+    evaluation.StartOutcomes.restore(
+      record, evaluation.pairing_settings({**cfg, "every": 1}), logged.append
+    )
+    == start
+  )
   assert logged == []
-  changed = {**cfg, "seed": 99}
+  changed = evaluation.pairing_settings({**cfg, "seed": 99})
   assert (
     evaluation.StartOutcomes.restore(record, changed, logged.append) is None
   )
   assert len(logged) == 1 and "not paired" in logged[0]
+
+
+def test_paired_metrics_of_a_named_metric():
+  """A metric's runs, and against start outcomes its paired change, s.e.
+  and (asked for) the start mean, under its paired keys."""
+  k = keys.paired_keys("ut")
+  assert evaluation.paired_metrics(k, [1, 0, 1], None) == {"eval/ut_runs": 3}
+  out = evaluation.paired_metrics(k, [1, 0, 1], [0, 0, 1], True)
+  assert out["eval/ut_change"] == pytest.approx(1 / 3)  # d = 1, 0, 0
+  assert out["eval/ut_change_stderr"] == pytest.approx(math.sqrt(1 / 3 / 3))
+  assert out["eval/ut_change_start"] == pytest.approx(1 / 3)
+  assert "eval/ut_change_start" not in evaluation.paired_metrics(
+    k, [1, 0, 1], [0, 0, 1]
+  )
 
 
 def test_expert_step_scores_label_the_experts_steps_plus_one():

@@ -19,7 +19,8 @@ ENV_ACCEPTED_TOTAL = "env/accepted_total"
 TRAIN_ROLLOUT_ACCURACY = "train/rollout_accuracy"
 # Wall time (seconds) of one evaluation, all splits and the judge's part.
 EVAL_SECONDS = "eval/seconds"
-SUCCESS_CHANGE_SUFFIX = "_success_change"
+SUCCESS_SUFFIX = "_success"
+CHANGE_SUFFIX = "_change"
 
 TRAIN_PREFIX = "train/"
 
@@ -33,10 +34,26 @@ SUMMARY_KEYS = (
   ENV_ACCEPTED_TOTAL,
 )
 
+# The coding evaluation's (rla_jax.rl.coding_loop): Code, UT, Detect, and
+# the pass-all accuracy of the program the generated tests select, its
+# uniform-pick baseline and their difference.
+EVAL_CODE = "eval/code"
+EVAL_UT = "eval/ut"
+EVAL_DETECT = "eval/detect"
+EVAL_SELECTED_CODE = "eval/selected_code"
+EVAL_RANDOM_CODE = "eval/random_code"
+EVAL_SELECTION_GAIN = "eval/selection_gain"
+
 # Summarised after SUMMARY_KEYS when logged (not reported when absent).
 OPTIONAL_SUMMARY_KEYS = (
   EVAL_RM_POSITIVE_RATE,
   EVAL_RM_PROCESS_BALANCED_ACCURACY,
+  EVAL_CODE,
+  EVAL_UT,
+  EVAL_DETECT,
+  EVAL_SELECTED_CODE,
+  EVAL_RANDOM_CODE,
+  EVAL_SELECTION_GAIN,
 )
 
 # (column title, key) of the paper's Table 1.
@@ -71,32 +88,55 @@ def is_wall_clock_key(key: str) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class SplitKeys:
-  """The success keys of one evaluation split: success (mean over its
-  runs), change and change_stderr (paired against the start evaluation)
-  and runs (N, the (game, rollout) runs)."""
+  """The keys of one metric paired against the start evaluation: success
+  (its value; for ALFWorld a split's success, the mean over its runs),
+  change and change_stderr (paired against the start evaluation), runs
+  (N, the paired runs) and change_start (the start evaluation's mean over
+  the paired runs, logged only where it is not success - change, e.g.
+  coding's UT without references)."""
 
   success: str
   change: str
   change_stderr: str
   runs: str
+  change_start: str
+
+
+def paired_keys(metric: str, runs: str | None = None) -> SplitKeys:
+  """SplitKeys of eval metric `metric` (eval/{metric}, e.g. "code"):
+  eval/{metric}_change, ..._change_stderr, ..._change_start and runs
+  (default eval/{metric}_runs)."""
+  p = f"eval/{metric}"
+  return SplitKeys(
+    success=p,
+    change=f"{p}{CHANGE_SUFFIX}",
+    change_stderr=f"{p}{CHANGE_SUFFIX}_stderr",
+    runs=runs or f"{p}_runs",
+    change_start=f"{p}{CHANGE_SUFFIX}_start",
+  )
 
 
 def split_keys(split: str) -> SplitKeys:
-  """SplitKeys of eval split `split`, e.g. "in_distribution"."""
-  p = f"eval/{split}"
-  return SplitKeys(
-    success=f"{p}_success",
-    change=f"{p}{SUCCESS_CHANGE_SUFFIX}",
-    change_stderr=f"{p}{SUCCESS_CHANGE_SUFFIX}_stderr",
-    runs=f"{p}_runs",
-  )
+  """SplitKeys of eval split `split`, e.g. "in_distribution": the paired
+  keys of eval/{split}_success, with runs eval/{split}_runs."""
+  return paired_keys(f"{split}_success", runs=f"eval/{split}_runs")
 
 
-def change_splits(present) -> list[str]:
-  """The eval splits (sorted) whose paired success change is among the
-  keys `present`."""
+def change_metrics(present) -> list[str]:
+  """The eval metrics (sorted) whose paired change is among the keys
+  `present`: m with eval/{m} and eval/{m}_change both present."""
   return sorted(
-    k[len("eval/") : -len(SUCCESS_CHANGE_SUFFIX)]
+    k[len("eval/") : -len(CHANGE_SUFFIX)]
     for k in present
-    if k.startswith("eval/") and k.endswith(SUCCESS_CHANGE_SUFFIX)
+    if k.startswith("eval/")
+    and k.endswith(CHANGE_SUFFIX)
+    and k[: -len(CHANGE_SUFFIX)] in present
   )
+
+
+def keys_of_change(metric: str) -> SplitKeys:
+  """The SplitKeys `change_metrics`' metric was logged under: an ALFWorld
+  split's (`split_keys`) for {split}_success, else `paired_keys`."""
+  if metric.endswith(SUCCESS_SUFFIX):
+    return split_keys(metric[: -len(SUCCESS_SUFFIX)])
+  return paired_keys(metric)

@@ -136,8 +136,9 @@ def summary_markdown(history: Sequence[dict], *, title: str) -> str:
   if changes:
     lines += [
       "",
-      "Success changes, paired against the start evaluation (run i plays "
-      "the same game with the same sampling seed at both ends):",
+      "Changes paired against the start evaluation (run i plays the same "
+      "game, or samples for the same prompt, with the same sampling seed "
+      "at both ends):",
       "",
       *[f"- {line}" for line in changes],
     ]
@@ -149,26 +150,32 @@ def summary_markdown(history: Sequence[dict], *, title: str) -> str:
 
 
 def paired_change_lines(history: Sequence[dict]) -> list[str]:
-  """One line per eval split with a logged paired success change, from the
-  last step logging it, e.g.
+  """One line per eval metric with a logged paired change (an ALFWorld
+  split's success, coding's code and ut), from the last step logging it,
+  e.g.
     "in_distribution_success 0.312 -> 0.375 (+0.062 +- 0.021 paired s.e.,
     256 runs)"
-  start = end - change (the start evaluation's mean over the same runs);
-  the s.e. is "n/a" where it was not finite (a single run).
+  start = the logged change_start where there is one (the start
+  evaluation's mean over the paired runs, where that is not the metric's
+  value, e.g. coding's UT without references), else end - change (the
+  start evaluation's mean over the same runs); end = start + change; the
+  s.e. is "n/a" where it was not finite (a single run).
   """
   check_history(history, "paired_change_lines")
   lines = []
-  for split in K.change_splits({k for entry in history for k in entry}):
-    k = K.split_keys(split)
+  for metric in K.change_metrics({k for entry in history for k in entry}):
+    k = K.keys_of_change(metric)
     steps, _ = metric_series(history, k.change)
     if not steps:
       continue
     row = next(e for e in reversed(history) if e["step"] == steps[-1])
-    end, change = row[k.success], row[k.change]
+    change = row[k.change]
+    start = row.get(k.change_start)
+    start = row[k.success] - change if start is None else start
     se = row.get(k.change_stderr)
     se = f"{se:.3f}" if se is not None and math.isfinite(se) else "n/a"
     lines.append(
-      f"{split}_success {end - change:.3f} -> {end:.3f} "
+      f"{metric} {start:.3f} -> {start + change:.3f} "
       f"({change:+.3f} +- {se} paired s.e., {row[k.runs]} runs)"
     )
   return lines

@@ -92,7 +92,9 @@ class AlfWorldEvaluation:
         self.rm_reference = eps[: c.eval.num_rm_episodes]
     first = self.eval_start is None and step < 0  # the start evaluation
     if first:
-      self.eval_start = evaluation.StartOutcomes.of(won, c.eval)
+      self.eval_start = evaluation.StartOutcomes.of(
+        won, evaluation.pairing_settings(c.eval)
+      )
     start = None if first or self.eval_start is None else self.eval_start.won
     out = evaluation.success_metrics(won, start)
     refs = self.rm_reference

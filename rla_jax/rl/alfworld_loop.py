@@ -234,7 +234,9 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
       else [Episode.from_reference_record(r, ood[r["task_id"]]) for r in refs]
     )
     self.eval_start = evaluation.StartOutcomes.restore(
-      d.get("eval_start"), self.config.eval, self.log
+      d.get("eval_start"),
+      evaluation.pairing_settings(self.config.eval),
+      self.log,
     )
 
   # --------------------------------------------------------- pieces

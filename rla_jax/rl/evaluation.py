@@ -187,6 +187,28 @@ def paired_difference(start, end) -> PairedChange:
   )
 
 
+def paired_metrics(
+  k: keys.SplitKeys,
+  outcomes: Sequence[int],
+  start: Sequence[int] | None,
+  with_change_start: bool = False,
+) -> dict[str, float]:
+  """N (k.runs) of one metric's [N] per-run 0/1 outcomes and, with the
+  start evaluation's [N] outcomes of the same runs, the change paired
+  against them and its paired standard error (`paired_difference`) under
+  k.change / k.change_stderr, and (with_change_start) the start
+  outcomes' mean under k.change_start (for a metric whose value is not
+  the mean of its per-run outcomes)."""
+  out = {k.runs: len(outcomes)}
+  if start is not None:
+    paired = paired_difference(start, outcomes)
+    out[k.change] = paired.change
+    out[k.change_stderr] = paired.stderr
+    if with_change_start:
+      out[k.change_start] = paired.mean_start
+  return out
+
+
 def success_metrics(
   won: Mapping[str, Sequence[int]],
   start: Mapping[str, Sequence[int]] | None,
@@ -194,16 +216,14 @@ def success_metrics(
   """Per eval split: success (the mean over its [N] (game, rollout) runs'
   0/1 outcomes) and N; with the start evaluation's outcomes, also the
   success change paired against them and its paired standard error
-  (`paired_difference`), under the keys of `keys.split_keys`."""
+  (`paired_metrics`), under the keys of `keys.split_keys`."""
   out = {}
   for split, outcomes in won.items():
     k = keys.split_keys(split)
     out[k.success] = float(np.mean(outcomes))
-    out[k.runs] = len(outcomes)
-    if start is not None:
-      paired = paired_difference(start[split], outcomes)
-      out[k.change] = paired.change
-      out[k.change_stderr] = paired.stderr
+    out.update(
+      paired_metrics(k, outcomes, None if start is None else start[split])
+    )
   return out
 
 
@@ -223,40 +243,47 @@ PAIRING_FIELDS = (
 
 @dataclasses.dataclass(frozen=True)
 class StartOutcomes:
-  """The start evaluation's [N] per-run 0/1 outcomes of every split and the
-  eval settings they were played under (PAIRING_FIELDS); JSON-able record
-  for the checkpoint."""
+  """The start evaluation's per-run 0/1 outcomes and the settings that
+  define the runs; JSON-able record for the checkpoint.
+
+  won[name]: [N_name] outcomes of one paired metric (ALFWorld: a split's
+  (game, rollout) runs, 1 = won, settings = `pairing_settings` of
+  config.eval; coding: "code" per (task, program) and "ut" per (task,
+  generated test), 1 = passed all tests / correct test).
+  """
 
   won: dict[str, list[int]]
   settings: dict
 
   @classmethod
-  def of(cls, won: Mapping[str, Sequence[int]], eval_cfg) -> StartOutcomes:
+  def of(cls, won: Mapping[str, Sequence[int]], settings) -> StartOutcomes:
+    """The outcomes `won` played under `settings` (a dict, JSON-able)."""
     return cls(
       won={k: [int(w) for w in v] for k, v in won.items()},
-      settings=pairing_settings(eval_cfg),
+      settings=dict(settings),
     )
 
   def record(self) -> dict:
     return {"won": self.won, "settings": self.settings}
 
   @classmethod
-  def restore(cls, d: dict | None, eval_cfg, log) -> StartOutcomes | None:
+  def restore(cls, d: dict | None, settings, log) -> StartOutcomes | None:
     """The outcomes `record` saved (None if none were), or None, with a
-    log line, if config.eval's PAIRING_FIELDS changed since: the runs
-    would no longer be the same, so no change is paired against them."""
+    log line, if the settings that define the runs changed since (the
+    current ones: `settings`): the runs would no longer be the same, so
+    no change is paired against them."""
     if d is None:
       return None
-    now = pairing_settings(eval_cfg)
+    now = dict(settings)
     if d["settings"] != now:
       log(
-        f"config eval {now} differs from the start evaluation's "
-        f"{d['settings']}: success changes are not paired (not logged)"
+        f"eval settings {now} differ from the start evaluation's "
+        f"{d['settings']}: changes are not paired (not logged)"
       )
       return None
     return cls(won=dict(d["won"]), settings=dict(d["settings"]))
 
 
 def pairing_settings(eval_cfg) -> dict:
-  """The PAIRING_FIELDS of config.eval."""
+  """The PAIRING_FIELDS of config.eval (ALFWorld's pairing settings)."""
   return {k: eval_cfg[k] for k in PAIRING_FIELDS}
