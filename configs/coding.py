@@ -67,6 +67,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # (offline_family.py: 12 fixed problems); levels of the select family.
       "family": "select",
       "levels": (2, 3),
+      # The task pool's slots (one training task each); every RL step draws
+      # num_tasks of them, as the ALFWorld loop (and the reference) does.
+      "num_slots": 128,
       "num_tasks": 8,
       "programs_per_task": 8,
       "tests_per_task": 4,
@@ -79,7 +82,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       "top_p": 1.0,
       "greedy": False,
       "max_prompt_len": 512,
-      "max_new_tokens": 64,
+      # The warm start's programs are at most ~115 tokens.
+      "max_new_tokens": 160,
       # Prefill pieces as configs/alfworld.py (8 rows: not slower on CPU).
       "prefill_rows": 8,
       "prefill_tokens": 0,
@@ -90,7 +94,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       "train_rm": True,
       "policy_band": (0.2, 0.8),
       "test_sampling": common.sampling(0.8, 0.95),
-      "max_new_tokens": 64,
+      # The warm start's worked tests are at most ~115 tokens.
+      "max_new_tokens": 160,
     }
   )
   c.adaptation = ml_collections.ConfigDict(
@@ -104,8 +109,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   )
   c.optim = ml_collections.ConfigDict(
     {
-      "policy": common.optim(3e-5, updates_per_step=2, micro_batch_size=16),
-      "reward": common.optim(3e-5, updates_per_step=2, micro_batch_size=16),
+      # The 3.4M-parameter warm start was SFT'd at a 2e-3 / 1e-3 peak.
+      "policy": common.optim(1e-4, updates_per_step=2, micro_batch_size=16),
+      "reward": common.optim(5e-5, updates_per_step=2, micro_batch_size=16),
     }
   )
   c.eval = ml_collections.ConfigDict(
@@ -138,7 +144,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       intermediate_size=128,
       head_dim=16,
     )
-    c.env.update(num_tasks=2, programs_per_task=4, tests_per_task=2)
+    c.env.update(
+      num_slots=2, num_tasks=2, programs_per_task=4, tests_per_task=2
+    )
     c.rollout.max_new_tokens = 24
     c.reward.max_new_tokens = 24
     c.eval.update(
@@ -149,6 +157,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # Coder and test generator: the same converted GGUF (no warm start).
     c.model.update(gguf="smollm2", dtype="float32", param_dtype="float32")
     c.env.update(
+      num_slots=2,
       num_tasks=2,  # 2 tasks x 4 programs: a group baseline on 2 cores
       programs_per_task=4,
       tests_per_task=2,  # 2 generated tests per task
@@ -171,7 +180,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.optim.reward.update(
       learning_rate=1e-6, updates_per_step=1, micro_batch_size=2
     )
-    c.eval.update(every=0, num_tasks=8)  # start and end, 8 held-out tasks
+    # start and end, 8 held-out tasks, greedy as before
+    c.eval.update(
+      every=0, num_tasks=8, temperature=0.0, greedy=True, programs_per_task=1
+    )
   elif preset == "paper":
     c.total_steps = 300
     c.model.update(
@@ -182,7 +194,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       reward_dir="/path/to/unit-test-generator",
     )
     c.env.update(
-      num_tasks=64, programs_per_task=32, tests_per_task=16, exec_workers=128
+      num_slots=64,
+      num_tasks=64,
+      programs_per_task=32,
+      tests_per_task=16,
+      exec_workers=128,
     )
     # 4 rows per device per prefill piece, as the alfworld paper preset:
     # 2048-token prompts' whole-batch prefill scores dominate peak memory.

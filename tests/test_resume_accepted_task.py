@@ -22,13 +22,14 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNNER = os.path.join(ROOT, "tests", "coding_oracle_run.py")
 TIMEOUT_S = 600  # every run is killed past this (a hang cannot block CI)
-# 4 train tasks: the 4th is the family's first level-2 task, the only one
-# with an easier variant (level 1, size 1 tasks have none). 3 steps:
-# propose (step 0), accept (step 1, checkpointed, then killed), continue.
+# 4 train tasks of the select family (levels 2-3: every one has an easier
+# variant). 3 steps: propose (step 0), accept (step 1, checkpointed, then
+# killed), continue.
 TOTAL_STEPS = 3
 ARGS = [
   "--config=coding:smoke",
   f"--config.total_steps={TOTAL_STEPS}",
+  "--config.env.num_slots=4",
   "--config.env.num_tasks=4",
 ]
 ACCEPT_STEP = 1  # the RL step that accepts; its checkpoint is the kill point

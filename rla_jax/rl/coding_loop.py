@@ -2,7 +2,8 @@
 
 One RL step (`run_step`; all randomness derived from (seed, step)), its
 phases in the order the code runs them (`rla_jax.rl.phases`):
-  1. Draw tasks: every slot's active task and every pending candidate.
+  1. Draw tasks: env.num_tasks of the env.num_slots slots' active tasks
+     (stream (seed, step, 4)) and every pending candidate.
   2. Roll out: for every group the policy writes P programs and the reward
      model (a unit-test generator) writes U tests; every program runs in
      the sandbox against the ground-truth tests and the generated tests.
@@ -170,6 +171,12 @@ class CodingLoop(LoopBase):
         raise ConfigError(
           f"config eval.{key}={value!r} must be an int >= {least}"
         )
+    if c.env.num_tasks < 1 or c.env.num_slots < c.env.num_tasks:
+      raise ConfigError(
+        f"config env.num_slots={c.env.num_slots} must be >= "
+        f"env.num_tasks={c.env.num_tasks} >= 1 (the tasks each RL step "
+        f"draws from the pool's slots)"
+      )
     if c.env.family not in FAMILIES:
       raise ConfigError(
         f"config env.family={c.env.family!r} is not one of {FAMILIES}"
@@ -222,11 +229,11 @@ class CodingLoop(LoopBase):
     c = self.config
     if c.env.family == "select":
       train, evals = select_family.select_train_eval_split(
-        c.env.num_tasks, c.eval.num_tasks, c.seed, tuple(c.env.levels)
+        c.env.num_slots, c.eval.num_tasks, c.seed, tuple(c.env.levels)
       )
     else:
       train, evals = offline_train_eval_split(
-        c.env.num_tasks, c.eval.num_tasks, c.seed
+        c.env.num_slots, c.eval.num_tasks, c.seed
       )
     self.registry = {t.task_id: t for t in train}
     self.pool = TaskPool(
@@ -354,7 +361,11 @@ class CodingLoop(LoopBase):
     step metrics (no judge phase: the reward model writes tests, run in
     the roll-out). All randomness comes from (seed, step)."""
     t = {}  # {phase: wall seconds}
-    groups = draw_task_groups(self.pool.active_tasks(), self.pool)
+    drawn = self.pool.sample_active(
+      self.config.env.num_tasks,
+      np.random.default_rng([self.config.seed, step, 4]),
+    )
+    groups = draw_task_groups(drawn, self.pool)
     played, rolled = self._roll_out(groups, step, t)
     resolution = resolve_candidates(self.pool, self.registry, rolled, step)
     samples = self._build_samples(played, rolled, resolution)

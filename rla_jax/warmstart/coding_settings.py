@@ -54,7 +54,7 @@ DEFAULTS = {
   "tester_sft": {
     "steps": 2000,
     "batch_size": 16,
-    "learning_rate": 1e-3,
+    "learning_rate": 2e-3,
     "length_multiple": 64,
     "eval_every": 50,
     "target": 0.45,
