@@ -19,6 +19,8 @@ import time
 
 import pytest
 
+from rla_jax.metrics.keys import is_wall_clock_key
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNNER = os.path.join(ROOT, "tests", "coding_oracle_run.py")
 TIMEOUT_S = 600  # every run is killed past this (a hang cannot block CI)
@@ -54,8 +56,7 @@ def _rows(workdir):
   with open(os.path.join(workdir, "metrics.jsonl")) as f:
     rows = [json.loads(line) for line in f]
   return [
-    {k: v for k, v in r.items() if k != "time" and not k.startswith("time/")}
-    for r in rows
+    {k: v for k, v in r.items() if not is_wall_clock_key(k)} for r in rows
   ]
 
 
