@@ -38,12 +38,14 @@ KILL_AFTER_STEP = 1  # the step that accepts and trains on the candidate
 def closed_loop(model_dirs: dict, workdir: str) -> dict[str, np.ndarray]:
   """Runs or resumes the loop; its metrics history and final parameters."""
   from configs import coding
+  from rla_jax.metrics.keys import is_wall_clock_key
   from rla_jax.rl.loops import make_loop
 
   c = coding.get_config("smoke")
   c.model.update(**model_dirs)
   c.total_steps = TOTAL_STEPS
-  c.env.num_tasks = 4  # the 4th task (level 2) has an easier variant
+  # 4 select-family tasks of levels 2-3: each has an easier variant.
+  c.env.update(num_slots=4, num_tasks=4)
   c.checkpoint.every = 1
   # Smaller than the smoke preset where it does not matter (the oracle
   # decides the accuracies): shorter samples, no evaluation before step 0.
@@ -56,7 +58,7 @@ def closed_loop(model_dirs: dict, workdir: str) -> dict[str, np.ndarray]:
   for role, learner in loop.learners.items():
     out.update(_flat_params(learner.state, f"{role}/"))
   keep = [
-    {k: v for k, v in row.items() if k != "time" and not k.startswith("time/")}
+    {k: v for k, v in row.items() if not is_wall_clock_key(k)}
     for row in history
   ]
   out["loop_history"] = np.asarray(json.dumps(keep, sort_keys=True))
