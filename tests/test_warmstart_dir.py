@@ -226,8 +226,19 @@ def test_build_command_refuses_bad_input_before_building(tmp_path):
     )
   )
   assert "unknown config key" in line and "seed" in line
+  # coding:smoke uses no warm start (warmstart.dir=""): --out is needed
   line = _one_error_line(_run_build(["--config=coding:smoke"]))
-  assert "builds the ALFWorld warm start" in line
+  assert "warmstart.dir is '' (no warm start): pass --out=DIR" in line
+  line = _one_error_line(
+    _run_build(
+      [
+        "--config=coding:smoke",
+        "--config.warmstart.settings.coder_sft.stepz=1",
+        f"--out={tmp_path / 'a'}",
+      ]
+    )
+  )
+  assert "unknown config key 'stepz'" in line
   # an --out holding another config's warm start is not replaced silently
   other = tmp_path / "other"
   other.mkdir()
