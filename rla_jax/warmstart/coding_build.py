@@ -221,56 +221,47 @@ def build_coding_warm_start(
   executor = SandboxExecutor(max_workers=2)
   sampling = cfg["sampling"]
   try:
-    cs = cfg["coder_sft"]
-    coder, coder_info = train_stage(
-      store,
+
+    def probed_stage(name, init, examples, seed_offset, measure, metric):
+      """One SFT stage of cfg[name], probed on the probe tasks by
+      `measure` and stopped once `metric` reaches the stage's target."""
+      st = cfg[name]
+      return train_stage(
+        store,
+        name,
+        init,
+        _samples(tok, examples),
+        _sft_config(st),
+        seed + seed_offset,
+        pad,
+        log,
+        probe=sft.Probe(
+          int(st["eval_every"]),
+          lambda m: measure(
+            m,
+            tok,
+            probe_tasks,
+            cfg["probe"]["samples"],
+            sampling,
+            cfg["probe"]["seed"],
+            executor,
+          ),
+          lambda r: r[metric] >= float(st["target"]),
+        ),
+        checkpoint_every=int(st["eval_every"]),
+      )
+
+    coder, coder_info = probed_stage(
       "coder_sft",
       lambda: Qwen(model_cfg, rngs=nnx.Rngs(seed)),
-      _samples(tok, programs),
-      _sft_config(cs),
-      seed + 2,
-      pad,
-      log,
-      probe=sft.Probe(
-        int(cs["eval_every"]),
-        lambda m: coder_pass_rate(
-          m,
-          tok,
-          probe_tasks,
-          cfg["probe"]["samples"],
-          sampling,
-          cfg["probe"]["seed"],
-          executor,
-        ),
-        lambda r: r["pass_at_1"] >= float(cs["target"]),
-      ),
-      checkpoint_every=int(cs["eval_every"]),
+      programs,
+      2,
+      coder_pass_rate,
+      "pass_at_1",
     )
     lap("coder_sft")
-    ts = cfg["tester_sft"]
-    tester, tester_info = train_stage(
-      store,
-      "tester_sft",
-      lambda: coder,
-      _samples(tok, tests),
-      _sft_config(ts),
-      seed + 3,
-      pad,
-      log,
-      probe=sft.Probe(
-        int(ts["eval_every"]),
-        lambda m: tester_accuracy(
-          m,
-          tok,
-          probe_tasks,
-          cfg["probe"]["samples"],
-          sampling,
-          cfg["probe"]["seed"],
-          executor,
-        ),
-        lambda r: r["ut_accuracy"] >= float(ts["target"]),
-      ),
-      checkpoint_every=int(ts["eval_every"]),
+    tester, tester_info = probed_stage(
+      "tester_sft", lambda: coder, tests, 3, tester_accuracy, "ut_accuracy"
     )
     lap("tester_sft")
     ev = cfg["eval"]
