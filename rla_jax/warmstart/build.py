@@ -24,21 +24,26 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import time
 from collections.abc import Callable
 
 import numpy as np
 from flax import nnx
 
-from rla_jax.models import Qwen, QwenConfig, load_qwen, save_qwen
+from rla_jax.models import Qwen, load_qwen, save_qwen
 from rla_jax.tokenizer import load_tokenizer
 from rla_jax.warmstart import demos, drills, evaluate, sft
-from rla_jax.warmstart.bpe_tokenizer import IM_END, train_bpe_tokenizer
+from rla_jax.warmstart.bpe_tokenizer import train_bpe_tokenizer
 from rla_jax.warmstart.config import config_hash, resolve_config
 from rla_jax.warmstart.data import WarmStartData, make_data, tokenizer_corpus
+from rla_jax.warmstart.directory import MARKER
+from rla_jax.warmstart.stages import (
+  StageClock,
+  begin_build,
+  model_config,
+  train_stage,
+  write_marker,
+)
 
-MARKER = "warmstart.json"
 MODEL_DIRS = ("tokenizer", "policy", "reward")
 
 
@@ -65,25 +70,6 @@ def _cached(out_dir: str, digest: str) -> dict | None:
   }
 
 
-def model_config(cfg: dict, tok) -> QwenConfig:
-  m = cfg["model"]
-  return QwenConfig(
-    model_type="qwen3",
-    vocab_size=len(tok),
-    hidden_size=m["hidden_size"],
-    intermediate_size=m["intermediate_size"],
-    num_layers=m["num_layers"],
-    num_heads=m["num_heads"],
-    num_kv_heads=m["num_kv_heads"],
-    head_dim=m["head_dim"],
-    rope_theta=float(m["rope_theta"]),
-    tie_word_embeddings=bool(m["tie_word_embeddings"]),
-    max_position_embeddings=4096,
-    eos_token_id=tok.convert_tokens_to_ids(IM_END),
-    bos_token_id=None,
-  )
-
-
 def _sft_config(d: dict) -> sft.SFTConfig:
   return sft.SFTConfig(
     steps=int(d["steps"]),
@@ -93,66 +79,6 @@ def _sft_config(d: dict) -> sft.SFTConfig:
     length_multiple=int(d["length_multiple"]),
     stop_after=int(d.get("stop_after", 0)),
   )
-
-
-class StageStore:
-  """Finished stages of one build (by config hash) under a work dir: model
-  stages as HF directories, results in `stages.json`. A work dir left by
-  another config is cleared first."""
-
-  def __init__(self, work_dir: str, digest: str, log):
-    self.root, self.log = work_dir, log
-    self.path = os.path.join(work_dir, "stages.json")
-    state = {}
-    if os.path.isfile(self.path):
-      with open(self.path) as f:
-        state = json.load(f)
-    if state.get("config_hash") != digest:
-      if os.path.isdir(work_dir):
-        shutil.rmtree(work_dir)
-      state = {"config_hash": digest, "stages": {}}
-    os.makedirs(work_dir, exist_ok=True)
-    self.state = state
-
-  def done(self, name: str) -> dict | None:
-    return self.state["stages"].get(name)
-
-  def finish(self, name: str, info: dict) -> None:
-    self.state["stages"][name] = info
-    tmp = self.path + ".tmp"
-    with open(tmp, "w") as f:
-      json.dump(self.state, f, indent=1)
-    os.replace(tmp, self.path)
-
-  def dir(self, name: str) -> str:
-    return os.path.join(self.root, name)
-
-
-def train_stage(store, name, init, samples, sft_cfg, seed, pad, log, **kw):
-  """One SFT stage, resumed or skipped through `store` (model, info)."""
-  info = store.done(name)
-  if info is not None:
-    log(f"[warmstart] stage {name}: reusing {store.dir(name)}")
-    return load_qwen(store.dir(name)), info
-  result = sft.train_sft(
-    init(),
-    samples,
-    sft_cfg,
-    seed=seed,
-    pad_id=pad,
-    log=log,
-    name=name,
-    checkpoint_dir=store.dir("checkpoints"),
-    **kw,
-  )
-  save_qwen(result.model, store.dir(name))
-  info = {
-    "history": result.history,
-    "probes": result.probes,
-    "steps_run": result.steps_run,
-  }
-  store.finish(name, info)
-  return result.model, info
 
 
 def _policy_probe(cfg, tok, games):
@@ -261,22 +187,9 @@ def build_warm_start(
   if hit is not None:
     log(f"[warmstart] cache hit: reusing {out_dir} (config {digest[:12]})")
     return hit
-  os.makedirs(out_dir, exist_ok=True)
-  marker_path = os.path.join(out_dir, MARKER)
-  if os.path.exists(marker_path):
-    os.remove(marker_path)  # stale: another config or incomplete
-  log(f"[warmstart] building into {out_dir} (config {digest[:12]})")
-  store = StageStore(work_dir or out_dir + ".work", digest, log)
-  seed, times = int(cfg["seed"]), {}
-  t_all = t = time.perf_counter()
-
-  def lap(name):
-    nonlocal t
-    now = time.perf_counter()
-    times[name] = round(now - t, 2)
-    t = now
-    log(f"[warmstart] stage {name}: {times[name]:.1f}s")
-
+  store = begin_build(out_dir, digest, work_dir, log)
+  seed, clock = int(cfg["seed"]), StageClock(log)
+  lap = clock.lap
   data = make_data(cfg)
   lap("data")
 
@@ -360,7 +273,7 @@ def build_warm_start(
   save_qwen(policy, os.path.join(out_dir, "policy"), tokenizer=tok)
   save_qwen(reward, os.path.join(out_dir, "reward"), tokenizer=tok)
   lap("save")
-  times["total"] = round(time.perf_counter() - t_all, 2)
+  times = clock.finish()
   report = {
     "config": cfg,
     "config_hash": digest,
@@ -377,13 +290,7 @@ def build_warm_start(
     },
     **metrics,
   }
-  marker = {"config_hash": digest, "config": cfg, "report": report}
-  if provenance:
-    marker["provenance"] = provenance
-  tmp = marker_path + ".tmp"
-  with open(tmp, "w") as f:
-    json.dump(marker, f, indent=1)
-  os.replace(tmp, marker_path)
+  write_marker(out_dir, digest, cfg, report, provenance)
   log(f"[warmstart] done in {times['total']:.1f}s: {json.dumps(times)}")
   return {
     "tokenizer_dir": tok_dir,

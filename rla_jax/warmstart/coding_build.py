@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import time
 from collections.abc import Callable
 
 import jax
@@ -45,7 +44,6 @@ from rla_jax.rl import agent_text
 from rla_jax.tokenizer import load_tokenizer
 from rla_jax.warmstart import sft
 from rla_jax.warmstart.bpe_tokenizer import train_bpe_tokenizer
-from rla_jax.warmstart.build import StageStore, model_config, train_stage
 from rla_jax.warmstart.coding_data import (
   make_examples,
   program_example,
@@ -55,7 +53,13 @@ from rla_jax.warmstart.coding_settings import (
   coding_config_hash,
   resolve_coding_settings,
 )
-from rla_jax.warmstart.directory import MARKER
+from rla_jax.warmstart.stages import (
+  StageClock,
+  begin_build,
+  model_config,
+  train_stage,
+  write_marker,
+)
 
 # -- measurements ----------------------------------------------------------
 
@@ -175,22 +179,9 @@ def build_coding_warm_start(
   the report stored in its marker."""
   cfg = resolve_coding_settings(settings)
   digest = coding_config_hash(cfg)
-  os.makedirs(out_dir, exist_ok=True)
-  marker_path = os.path.join(out_dir, MARKER)
-  if os.path.exists(marker_path):
-    os.remove(marker_path)
-  log(f"[warmstart] coding: building into {out_dir} (config {digest[:12]})")
-  store = StageStore(work_dir or out_dir + ".work", digest, log)
-  seed, times = int(cfg["seed"]), {}
-  t_all = t = time.perf_counter()
-
-  def lap(name):
-    nonlocal t
-    now = time.perf_counter()
-    times[name] = round(now - t, 2)
-    t = now
-    log(f"[warmstart] stage {name}: {times[name]:.1f}s")
-
+  store = begin_build(out_dir, digest, work_dir, log, "coding: ")
+  seed, clock = int(cfg["seed"]), StageClock(log)
+  lap = clock.lap
   train = sf.generate_select_tasks(
     int(cfg["train_tasks"]), seed, cfg["sft_levels"]
   )
@@ -284,7 +275,7 @@ def build_coding_warm_start(
   save_qwen(coder, os.path.join(out_dir, "policy"), tokenizer=tok)
   save_qwen(tester, os.path.join(out_dir, "reward"), tokenizer=tok)
   lap("save")
-  times["total"] = round(time.perf_counter() - t_all, 2)
+  times = clock.finish()
   report = {
     "config_hash": digest,
     "timings_s": times,
@@ -295,11 +286,6 @@ def build_coding_warm_start(
     "curves": {"coder_sft": coder_info, "tester_sft": tester_info},
     **metrics,
   }
-  marker = {"config_hash": digest, "config": cfg, "report": report}
-  if provenance:
-    marker["provenance"] = provenance
-  with open(marker_path + ".tmp", "w") as f:
-    json.dump(marker, f, indent=1)
-  os.replace(marker_path + ".tmp", marker_path)
+  write_marker(out_dir, digest, cfg, report, provenance)
   log(f"[warmstart] coding done in {times['total']:.1f}s")
   return report

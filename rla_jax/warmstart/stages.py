@@ -1,0 +1,141 @@
+"""What every warm-start build shares (the ALFWorld `build` and the coding
+`coding_build`): the stage store that lets an interrupted build continue,
+one SFT stage through it, the stage clock, the Qwen3 config of the
+settings' model section, and the marker write that completes a build."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+
+from rla_jax.models import QwenConfig, load_qwen, save_qwen
+from rla_jax.warmstart import sft
+from rla_jax.warmstart.bpe_tokenizer import IM_END
+from rla_jax.warmstart.directory import MARKER
+
+
+class StageStore:
+  """Finished stages of one build (by config hash) under a work dir: model
+  stages as HF directories, results in `stages.json`. A work dir left by
+  another config is cleared first."""
+
+  def __init__(self, work_dir: str, digest: str, log):
+    self.root, self.log = work_dir, log
+    self.path = os.path.join(work_dir, "stages.json")
+    state = {}
+    if os.path.isfile(self.path):
+      with open(self.path) as f:
+        state = json.load(f)
+    if state.get("config_hash") != digest:
+      if os.path.isdir(work_dir):
+        shutil.rmtree(work_dir)
+      state = {"config_hash": digest, "stages": {}}
+    os.makedirs(work_dir, exist_ok=True)
+    self.state = state
+
+  def done(self, name: str) -> dict | None:
+    return self.state["stages"].get(name)
+
+  def finish(self, name: str, info: dict) -> None:
+    self.state["stages"][name] = info
+    tmp = self.path + ".tmp"
+    with open(tmp, "w") as f:
+      json.dump(self.state, f, indent=1)
+    os.replace(tmp, self.path)
+
+  def dir(self, name: str) -> str:
+    return os.path.join(self.root, name)
+
+
+def train_stage(store, name, init, samples, sft_cfg, seed, pad, log, **kw):
+  """One SFT stage, resumed or skipped through `store` (model, info)."""
+  info = store.done(name)
+  if info is not None:
+    log(f"[warmstart] stage {name}: reusing {store.dir(name)}")
+    return load_qwen(store.dir(name)), info
+  result = sft.train_sft(
+    init(),
+    samples,
+    sft_cfg,
+    seed=seed,
+    pad_id=pad,
+    log=log,
+    name=name,
+    checkpoint_dir=store.dir("checkpoints"),
+    **kw,
+  )
+  save_qwen(result.model, store.dir(name))
+  info = {
+    "history": result.history,
+    "probes": result.probes,
+    "steps_run": result.steps_run,
+  }
+  store.finish(name, info)
+  return result.model, info
+
+
+class StageClock:
+  """Wall seconds per stage: `lap(name)` records the time since the last
+  lap (or the start) in `times` and logs it; `finish()` adds the total."""
+
+  def __init__(self, log: Callable[[str], None]):
+    self.log, self.times = log, {}
+    self._start = self._last = time.perf_counter()
+
+  def lap(self, name: str) -> None:
+    now = time.perf_counter()
+    self.times[name] = round(now - self._last, 2)
+    self._last = now
+    self.log(f"[warmstart] stage {name}: {self.times[name]:.1f}s")
+
+  def finish(self) -> dict[str, float]:
+    self.times["total"] = round(time.perf_counter() - self._start, 2)
+    return self.times
+
+
+def begin_build(out_dir, digest, work_dir, log, what="") -> StageStore:
+  """Creates out_dir, removes a marker left there (another config or an
+  incomplete build: the directory is not a warm start until the new
+  marker is written) and opens the stage store (work_dir or
+  out_dir + ".work")."""
+  os.makedirs(out_dir, exist_ok=True)
+  marker_path = os.path.join(out_dir, MARKER)
+  if os.path.exists(marker_path):
+    os.remove(marker_path)
+  log(f"[warmstart] {what}building into {out_dir} (config {digest[:12]})")
+  return StageStore(work_dir or out_dir + ".work", digest, log)
+
+
+def write_marker(out_dir, digest, cfg, report, provenance) -> None:
+  """warmstart.json (config hash, resolved settings, report, provenance),
+  written last and atomically: its presence marks a complete build."""
+  marker = {"config_hash": digest, "config": cfg, "report": report}
+  if provenance:
+    marker["provenance"] = provenance
+  path = os.path.join(out_dir, MARKER)
+  with open(path + ".tmp", "w") as f:
+    json.dump(marker, f, indent=1)
+  os.replace(path + ".tmp", path)
+
+
+def model_config(cfg: dict, tok) -> QwenConfig:
+  """The Qwen3 config of the settings' model section over `tok`'s vocab."""
+  m = cfg["model"]
+  return QwenConfig(
+    model_type="qwen3",
+    vocab_size=len(tok),
+    hidden_size=m["hidden_size"],
+    intermediate_size=m["intermediate_size"],
+    num_layers=m["num_layers"],
+    num_heads=m["num_heads"],
+    num_kv_heads=m["num_kv_heads"],
+    head_dim=m["head_dim"],
+    rope_theta=float(m["rope_theta"]),
+    tie_word_embeddings=bool(m["tie_word_embeddings"]),
+    max_position_embeddings=4096,
+    eos_token_id=tok.convert_tokens_to_ids(IM_END),
+    bos_token_id=None,
+  )
