@@ -363,6 +363,34 @@ def test_summary_lists_optional_eval_keys_only_when_logged():
   assert "eval/rm_process_balanced_accuracy" not in text
 
 
+def test_a_coding_summary_lists_the_coding_keys_first_and_only_them_missing():
+  from rla_jax.metrics import keys as K
+
+  history = [
+    {"step": 0, "eval/code": 0.25, "eval/ut": 0.5, "eval/rm_positive_rate": 1},
+    {"step": 1, "env/accepted_total": 2, "train/code": 0.5},
+    {"step": 2, "eval/code": 0.5, "eval/ut": 0.75},
+  ]
+  text = summary_markdown(history, title="c", expected=K.CODING_SUMMARY_KEYS)
+  metric_rows = [
+    line.split(" | ")[0].lstrip("| ")
+    for line in text.splitlines()
+    if line.startswith("| ") and "/" in line
+  ]
+  assert metric_rows == [
+    "eval/code",
+    "eval/ut",
+    "env/accepted_total",
+    "eval/rm_positive_rate",
+    "train/code",
+  ]
+  assert "| eval/code | 0.25 (0) | 0.5 (2) | 0.5 (2, max) | 0.25 | 2 |" in text
+  assert (
+    "Not logged: eval/detect, eval/selected_code, eval/random_code." in text
+  )
+  assert "in_distribution" not in text
+
+
 def test_summary_tolerates_missing_keys_and_empty_history(tmp_path):
   md, png = write_summary(
     [{"step": 0}, {"step": 1, "other/x": 1.0}],

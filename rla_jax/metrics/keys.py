@@ -44,6 +44,17 @@ EVAL_SELECTED_CODE = "eval/selected_code"
 EVAL_RANDOM_CODE = "eval/random_code"
 EVAL_SELECTION_GAIN = "eval/selection_gain"
 
+# The coding loop's summary keys (its setting logs no success or judge
+# accuracy).
+CODING_SUMMARY_KEYS = (
+  EVAL_CODE,
+  EVAL_UT,
+  EVAL_DETECT,
+  EVAL_SELECTED_CODE,
+  EVAL_RANDOM_CODE,
+  ENV_ACCEPTED_TOTAL,
+)
+
 # Summarised after SUMMARY_KEYS when logged (not reported when absent).
 OPTIONAL_SUMMARY_KEYS = (
   EVAL_RM_POSITIVE_RATE,

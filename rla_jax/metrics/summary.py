@@ -17,16 +17,30 @@ from rla_jax.metrics import keys as K
 SUMMARY_MD = "summary.md"
 LEARNING_CURVES_PNG = "learning_curves.png"
 
-# (panel title, keys); the "losses" panel
-# takes every key whose name contains "loss".
+# (panel title, keys); the "losses" panel takes every key whose name
+# contains "loss". A setting draws the keys it logs: ALFWorld's success and
+# judge accuracies, the coding setting's code accuracy (with the program
+# selected by the generated tests and a random pick) and UT / detect
+# accuracy.
 CURVE_PANELS = (
   (
-    "Policy success",
-    (K.TRAIN_ROLLOUT_ACCURACY, K.EVAL_ID_SUCCESS, K.EVAL_OOD_SUCCESS),
+    "Policy success / code accuracy",
+    (
+      K.TRAIN_ROLLOUT_ACCURACY,
+      K.EVAL_ID_SUCCESS,
+      K.EVAL_OOD_SUCCESS,
+      K.EVAL_CODE,
+      K.EVAL_SELECTED_CODE,
+    ),
   ),
   (
-    "Reward-model accuracy",
-    (K.EVAL_RM_PROCESS_ACCURACY, K.EVAL_RM_OUTCOME_ACCURACY),
+    "Reward-model / unit-test accuracy",
+    (
+      K.EVAL_RM_PROCESS_ACCURACY,
+      K.EVAL_RM_OUTCOME_ACCURACY,
+      K.EVAL_UT,
+      K.EVAL_DETECT,
+    ),
   ),
   ("Accepted tasks (cumulative)", (K.ENV_ACCEPTED_TOTAL,)),
   ("Losses", None),
@@ -84,26 +98,36 @@ def last_values(history: Sequence[dict]) -> dict[str, float]:
   return out
 
 
-def summary_keys(history: Sequence[dict]) -> list[str]:
-  """SUMMARY_KEYS present in the history, then the OPTIONAL_SUMMARY_KEYS
-  present, then every train/* key, sorted."""
+def summary_keys(
+  history: Sequence[dict], expected: Sequence[str] = K.SUMMARY_KEYS
+) -> list[str]:
+  """The expected keys present in the history, then the other
+  OPTIONAL_SUMMARY_KEYS present, then every train/* key, sorted."""
   present = {k for entry in history for k in entry}
   train = sorted(k for k in present if k.startswith(K.TRAIN_PREFIX))
-  return [
-    k for k in K.SUMMARY_KEYS + K.OPTIONAL_SUMMARY_KEYS if k in present
-  ] + train
+  first = list(expected) + [
+    k for k in K.OPTIONAL_SUMMARY_KEYS if k not in expected
+  ]
+  return [k for k in first if k in present] + train
 
 
 def _fmt(v: float) -> str:
   return str(v) if isinstance(v, int) else f"{v:.4g}"
 
 
-def summary_markdown(history: Sequence[dict], *, title: str) -> str:
+def summary_markdown(
+  history: Sequence[dict],
+  *,
+  title: str,
+  expected: Sequence[str] = K.SUMMARY_KEYS,
+) -> str:
   """Markdown table: per key, first / last
   / best evaluated value with their steps.
 
   best = min for loss keys (``keys.is_loss_key``), max otherwise;
-  change = last - first. Summary keys never logged are listed under the table.
+  change = last - first. `expected` keys (the setting's: ALFWorld's
+  SUMMARY_KEYS by default, keys.CODING_SUMMARY_KEYS) come first; those
+  never logged are listed under the table.
   """
   check_history(history, "summary_markdown")
   lines = [f"# {title}", ""]
@@ -119,7 +143,7 @@ def summary_markdown(history: Sequence[dict], *, title: str) -> str:
     "| metric | start (step) | end (step) | best (step) | change | evals |",
     "|---|---|---|---|---|---|",
   ]
-  for key in summary_keys(history):
+  for key in summary_keys(history, expected):
     steps, values = metric_series(history, key)
     if not values:
       lines.append(f"| {key} | n/a | n/a | n/a | n/a | 0 |")
@@ -143,7 +167,7 @@ def summary_markdown(history: Sequence[dict], *, title: str) -> str:
       *[f"- {line}" for line in changes],
     ]
   present = {k for entry in history for k in entry}
-  missing = [k for k in K.SUMMARY_KEYS if k not in present]
+  missing = [k for k in expected if k not in present]
   if missing:
     lines += ["", "Not logged: " + ", ".join(missing) + "."]
   return "\n".join(lines) + "\n"
@@ -188,8 +212,8 @@ def _loss_keys(history: Sequence[dict]) -> list[str]:
 def plot_learning_curves(
   history: Sequence[dict], png_path: str, *, title: str
 ) -> str:
-  """2x2 PNG: policy success, RM accuracies,
-  accepted tasks, losses. Returns png_path.
+  """2x2 PNG: policy success (or code accuracy), reward-model (or
+  unit-test) accuracies, accepted tasks, losses. Returns png_path.
 
   Each key is drawn at the steps where it has a finite value (markers for sparse
   eval keys); a panel without data says so.
@@ -238,7 +262,11 @@ def save_figure(fig, title: str, png_path: str) -> str:
 
 
 def write_summary(
-  history: Sequence[dict], out_dir: str, *, title: str
+  history: Sequence[dict],
+  out_dir: str,
+  *,
+  title: str,
+  expected: Sequence[str] = K.SUMMARY_KEYS,
 ) -> tuple[str, str]:
   """Writes out_dir/summary.md and
   out_dir/learning_curves.png; returns their paths.
@@ -249,7 +277,7 @@ def write_summary(
   os.makedirs(out_dir, exist_ok=True)
   md_path = os.path.join(out_dir, SUMMARY_MD)
   with open(md_path, "w", encoding="utf-8") as f:
-    f.write(summary_markdown(history, title=title))
+    f.write(summary_markdown(history, title=title, expected=expected))
   png_path = plot_learning_curves(
     history, os.path.join(out_dir, LEARNING_CURVES_PNG), title=title
   )

@@ -159,6 +159,7 @@ class CodingLoop(LoopBase):
   """Policy coder + unit-test generator + adaptive coding task set."""
 
   title = "RLAnything on coding"
+  summary_keys = keys.CODING_SUMMARY_KEYS
 
   def check_config(self) -> None:
     """config.env.family and env.levels, config.eval.programs_per_task >=

@@ -23,7 +23,12 @@ from rla_jax import sharding as shd
 from rla_jax.checkpoint import LoopCheckpointer, fingerprint
 from rla_jax.cluster import maybe_initialize_distributed
 from rla_jax.errors import ConfigError
-from rla_jax.metrics import MetricsWriter, paired_change_lines, write_summary
+from rla_jax.metrics import (
+  MetricsWriter,
+  keys,
+  paired_change_lines,
+  write_summary,
+)
 from rla_jax.metrics.progress import RunProgress
 from rla_jax.models import load_qwen
 from rla_jax.models.gguf_io import cached_gguf_dir
@@ -92,6 +97,8 @@ class LoopBase:
   """Drives `run_step` for config.total_steps steps with resume."""
 
   title = "RLAnything"
+  # The setting's summary keys (rla_jax.metrics.summary.summary_markdown).
+  summary_keys = keys.SUMMARY_KEYS
 
   def __init__(
     self, config: ml_collections.ConfigDict, workdir: str, *, log=logging.info
@@ -337,7 +344,9 @@ class LoopBase:
         self.save(step)
     history = MetricsWriter.read_history(self.workdir)
     if self.is_primary and history:
-      md, png = write_summary(history, self.workdir, title=self.title)
+      md, png = write_summary(
+        history, self.workdir, title=self.title, expected=self.summary_keys
+      )
       changes = [f"{line}\n" for line in paired_change_lines(history)]
       self.log(f"{''.join(changes)}summary: {md}\ncurves: {png}")
     self.metrics.close()
