@@ -65,12 +65,17 @@ def test_selection_metrics_average_over_tasks():
     [gen, np.ones((2, 1), bool)],
     [np.ones(3, bool), [True]],
   )
-  # task 0: selected 1, random 0.5; task 1: 0 and 0
+  # task 0: selected 1, random 0.5; task 1: 0 and 0. Gains 0.5 and 0:
+  # sample std 0.5 / sqrt(2), s.e. 0.5 / sqrt(2) / sqrt(2) = 0.25.
   assert m == {
     "selected_code": 0.5,
     "random_code": 0.25,
     "selection_gain": 0.25,
+    "selection_gain_stderr": pytest.approx(0.25),
   }
+  one = selection_metrics([GT], [gen], [np.ones(3, bool)])
+  assert one["selection_gain"] == 0.5
+  assert np.isnan(one["selection_gain_stderr"])
   with pytest.raises(ValueError, match="N = 0"):
     selection_metrics([], [], [])
 

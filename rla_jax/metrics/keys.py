@@ -43,6 +43,8 @@ EVAL_DETECT = "eval/detect"
 EVAL_SELECTED_CODE = "eval/selected_code"
 EVAL_RANDOM_CODE = "eval/random_code"
 EVAL_SELECTION_GAIN = "eval/selection_gain"
+# Its standard error over the eval tasks (the per-task gains' spread).
+EVAL_SELECTION_GAIN_STDERR = "eval/selection_gain_stderr"
 
 # The coding loop's summary keys (its setting logs no success or judge
 # accuracy).
@@ -65,6 +67,7 @@ OPTIONAL_SUMMARY_KEYS = (
   EVAL_SELECTED_CODE,
   EVAL_RANDOM_CODE,
   EVAL_SELECTION_GAIN,
+  EVAL_SELECTION_GAIN_STDERR,
 )
 
 # (column title, key) of the paper's Table 1.

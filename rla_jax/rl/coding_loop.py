@@ -583,7 +583,8 @@ class CodingLoop(LoopBase):
     (common random numbers), so runs pair across evaluations.
 
     eval/code: the pass-all rate over every (task, program);
-    eval/selected_code, eval/random_code, eval/selection_gain: the program
+    eval/selected_code, eval/random_code, eval/selection_gain (and its
+    s.e. over the tasks, eval/selection_gain_stderr): the program
     the generated tests select, a uniform pick, their difference
     (`selection_metrics`); eval/detect: `coding_metrics`. eval/ut: with a
     reference program for every eval task, the share of generated tests

@@ -73,6 +73,8 @@ def selection_metrics(
     selected_code  = (1/N) sum_n selected_n
     random_code    = (1/N) sum_n random_n
     selection_gain = selected_code - random_code
+    selection_gain_stderr = std_n(selected_n - random_n) / sqrt(N)
+                            (ddof 1; nan for N = 1)
   gt_pass_per_task[n]: bool [P_n, T_n]; gen_pass_per_task[n]: bool
   [P_n, U_n]; valid_per_task[n]: bool [U_n]. ValueError on N = 0.
   """
@@ -86,10 +88,14 @@ def selection_metrics(
     raise ValueError("selection_metrics needs at least one task (N = 0)")
   selected = float(np.mean([s.selected for s in per_task]))
   random = float(np.mean([s.random for s in per_task]))
+  gains = np.array([s.selected - s.random for s in per_task])
+  N = len(gains)
+  stderr = float(gains.std(ddof=1) / np.sqrt(N)) if N > 1 else float("nan")
   return {
     "selected_code": selected,
     "random_code": random,
     "selection_gain": selected - random,
+    "selection_gain_stderr": stderr,
   }
 
 
