@@ -27,6 +27,12 @@ from rla_jax.warmstart.coding_settings import listed_settings
 
 PRESETS = ("default", "smoke", "smollm2", "paper")
 
+# The small presets' evaluation: at the start and the end only, one greedy
+# program and 2 generated tests per task.
+_GREEDY_END_EVAL = dict(
+  every=0, temperature=0.0, greedy=True, programs_per_task=1, tests_per_task=2
+)
+
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   preset = arg or "default"
@@ -156,14 +162,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     )
     c.rollout.max_new_tokens = 24
     c.reward.max_new_tokens = 24
-    c.eval.update(
-      every=0,
-      num_tasks=2,
-      temperature=0.0,
-      greedy=True,
-      programs_per_task=1,
-      tests_per_task=2,
-    )
+    c.eval.update(num_tasks=2, **_GREEDY_END_EVAL)
   elif preset == "smollm2":
     c.total_steps = 2
     # Coder and test generator: the same converted GGUF (no warm start).
@@ -193,14 +192,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       learning_rate=1e-6, updates_per_step=1, micro_batch_size=2
     )
     # start and end, 8 held-out tasks, greedy as before
-    c.eval.update(
-      every=0,
-      num_tasks=8,
-      temperature=0.0,
-      greedy=True,
-      programs_per_task=1,
-      tests_per_task=2,
-    )
+    c.eval.update(num_tasks=8, **_GREEDY_END_EVAL)
   elif preset == "paper":
     c.total_steps = 300
     c.model.update(

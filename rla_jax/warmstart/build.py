@@ -40,6 +40,7 @@ from rla_jax.warmstart.stages import (
   StageClock,
   begin_build,
   model_config,
+  sft_config,
   train_stage,
   write_marker,
 )
@@ -68,17 +69,6 @@ def _cached(out_dir: str, digest: str) -> dict | None:
     "reward_dir": dirs["reward"],
     "report": {**marker["report"], "cache_hit": True},
   }
-
-
-def _sft_config(d: dict) -> sft.SFTConfig:
-  return sft.SFTConfig(
-    steps=int(d["steps"]),
-    batch_size=int(d["batch_size"]),
-    learning_rate=float(d["learning_rate"]),
-    prompt_weight=float(d.get("prompt_weight", 0.0)),
-    length_multiple=int(d["length_multiple"]),
-    stop_after=int(d.get("stop_after", 0)),
-  )
 
 
 def _policy_probe(cfg, tok, games):
@@ -189,15 +179,14 @@ def build_warm_start(
     return hit
   store = begin_build(out_dir, digest, work_dir, log)
   seed, clock = int(cfg["seed"]), StageClock(log)
-  lap = clock.lap
   data = make_data(cfg)
-  lap("data")
+  clock.lap("data")
 
   tok_dir = os.path.join(out_dir, "tokenizer")
   train_bpe_tokenizer(tokenizer_corpus(data), int(cfg["vocab_size"]), tok_dir)
   tok = load_tokenizer(tok_dir)
   pad = tok.pad_token_id
-  lap("tokenizer")
+  clock.lap("tokenizer")
 
   model_cfg = model_config(cfg, tok)
 
@@ -211,12 +200,12 @@ def build_warm_start(
       "drill",
       fresh_base,
       _drill_samples(tok, data, cfg),
-      _sft_config(cfg["drill"]),
+      sft_config(cfg["drill"]),
       seed,
       pad,
       log,
     )
-  lap("drill")
+  clock.lap("drill")
 
   ps = cfg["policy_sft"]
   policy, policy_info = train_stage(
@@ -224,7 +213,7 @@ def build_warm_start(
     "policy_sft",
     lambda: base,
     _policy_samples(tok, data, cfg),
-    _sft_config(ps),
+    sft_config(ps),
     seed + 1,
     pad,
     log,
@@ -233,7 +222,7 @@ def build_warm_start(
     else None,
     checkpoint_every=int(ps["eval_every"]) or 0,
   )
-  lap("policy_sft")
+  clock.lap("policy_sft")
 
   ev, H = cfg["eval"], cfg["history_steps"]
   own = _play(policy, tok, data.judge_games, ev, H, seed + 23)["records"]
@@ -255,7 +244,7 @@ def build_warm_start(
     "rm_sft",
     rm_init,
     rm_samples,
-    _sft_config(rs),
+    sft_config(rs),
     seed + 2,
     pad,
     log,
@@ -264,15 +253,15 @@ def build_warm_start(
     else None,
     checkpoint_every=int(rs["eval_every"]) or 0,
   )
-  lap("rm_sft")
+  clock.lap("rm_sft")
 
   metrics = _final_metrics(policy, reward, tok, data, cfg, probe_records, log)
   metrics["policy"].update(_heldout_losses(base, policy, tok, data, cfg, log))
-  lap("eval")
+  clock.lap("eval")
 
   save_qwen(policy, os.path.join(out_dir, "policy"), tokenizer=tok)
   save_qwen(reward, os.path.join(out_dir, "reward"), tokenizer=tok)
-  lap("save")
+  clock.lap("save")
   times = clock.finish()
   report = {
     "config": cfg,

@@ -57,6 +57,7 @@ from rla_jax.warmstart.stages import (
   StageClock,
   begin_build,
   model_config,
+  sft_config,
   train_stage,
   write_marker,
 )
@@ -158,15 +159,6 @@ def _samples(tok, examples) -> list[tuple]:
   ]
 
 
-def _sft_config(d: dict) -> sft.SFTConfig:
-  return sft.SFTConfig(
-    steps=int(d["steps"]),
-    batch_size=int(d["batch_size"]),
-    learning_rate=float(d["learning_rate"]),
-    length_multiple=int(d["length_multiple"]),
-  )
-
-
 def build_coding_warm_start(
   settings: dict,
   out_dir: str,
@@ -181,7 +173,6 @@ def build_coding_warm_start(
   digest = coding_config_hash(cfg)
   store = begin_build(out_dir, digest, work_dir, log, "coding: ")
   seed, clock = int(cfg["seed"]), StageClock(log)
-  lap = clock.lap
   train = sf.generate_select_tasks(
     int(cfg["train_tasks"]), seed, cfg["sft_levels"]
   )
@@ -198,7 +189,7 @@ def build_coding_warm_start(
   probe_tasks = held[: cfg["probe"]["tasks"]]
   eval_tasks = held[cfg["probe"]["tasks"] :][: cfg["eval"]["tasks"]]
   programs, tests = make_examples(train, seed + 1)
-  lap("data")
+  clock.lap("data")
 
   tok_dir = os.path.join(out_dir, "tokenizer")
   train_bpe_tokenizer(
@@ -206,7 +197,7 @@ def build_coding_warm_start(
   )
   tok = load_tokenizer(tok_dir)
   pad = tok.pad_token_id
-  lap("tokenizer")
+  clock.lap("tokenizer")
 
   model_cfg = model_config(cfg, tok)
   executor = SandboxExecutor(max_workers=2)
@@ -222,7 +213,7 @@ def build_coding_warm_start(
         name,
         init,
         _samples(tok, examples),
-        _sft_config(st),
+        sft_config(st),
         seed + seed_offset,
         pad,
         log,
@@ -250,11 +241,11 @@ def build_coding_warm_start(
       coder_pass_rate,
       "pass_at_1",
     )
-    lap("coder_sft")
+    clock.lap("coder_sft")
     tester, tester_info = probed_stage(
       "tester_sft", lambda: coder, tests, 3, tester_accuracy, "ut_accuracy"
     )
-    lap("tester_sft")
+    clock.lap("tester_sft")
     ev = cfg["eval"]
     metrics = {
       "coder": coder_pass_rate(
@@ -269,12 +260,12 @@ def build_coding_warm_start(
       "eval_tasks": len(eval_tasks),
     }
     log(f"[warmstart] coding eval: {json.dumps(metrics)}")
-    lap("eval")
+    clock.lap("eval")
   finally:
     executor.close()
   save_qwen(coder, os.path.join(out_dir, "policy"), tokenizer=tok)
   save_qwen(tester, os.path.join(out_dir, "reward"), tokenizer=tok)
-  lap("save")
+  clock.lap("save")
   times = clock.finish()
   report = {
     "config_hash": digest,

@@ -1,7 +1,8 @@
 """What every warm-start build shares (the ALFWorld `build` and the coding
 `coding_build`): the stage store that lets an interrupted build continue,
-one SFT stage through it, the stage clock, the Qwen3 config of the
-settings' model section, and the marker write that completes a build."""
+one SFT stage through it and its SFTConfig, the stage clock, the Qwen3
+config of the settings' model section, and the marker write that
+completes a build."""
 
 from __future__ import annotations
 
@@ -75,6 +76,19 @@ def train_stage(store, name, init, samples, sft_cfg, seed, pad, log, **kw):
   }
   store.finish(name, info)
   return result.model, info
+
+
+def sft_config(d: dict) -> sft.SFTConfig:
+  """The SFTConfig of a settings stage section (prompt_weight and
+  stop_after default to SFTConfig's 0 where a section has none)."""
+  return sft.SFTConfig(
+    steps=int(d["steps"]),
+    batch_size=int(d["batch_size"]),
+    learning_rate=float(d["learning_rate"]),
+    prompt_weight=float(d.get("prompt_weight", 0.0)),
+    length_multiple=int(d["length_multiple"]),
+    stop_after=int(d.get("stop_after", 0)),
+  )
 
 
 class StageClock:
