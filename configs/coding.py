@@ -80,7 +80,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # The task pool's slots (one training task each); every RL step draws
       # num_tasks of them, as the ALFWorld loop (and the reference) does.
       "num_slots": 128,
-      "num_tasks": 8,
+      # 16 tasks x 8 programs per step: at 8 tasks the code change cleared
+      # 2 paired s.e. in 1 of 3 seeds (session 13, docs/RESULTS.md).
+      "num_tasks": 16,
       "programs_per_task": 8,
       "tests_per_task": 4,
       "exec_workers": 2,
@@ -130,7 +132,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     {
       "every": 12,
       "at_start": True,
-      # 64 held-out tasks x 4 programs = 256 paired code runs (and 256
+      # 64 held-out tasks x 8 programs = 512 paired code runs (and 512
       # generated tests), sampled at the rollout temperature the warm
       # start's pass@1 was measured at.
       "num_tasks": 64,
@@ -139,8 +141,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       "top_p": 1.0,
       "greedy": False,
       # Programs sampled per eval task (eval/selected_code picks one of
-      # them by the generated tests; greedy makes them all the same).
-      "programs_per_task": 4,
+      # them by the generated tests; greedy makes them all the same): 8, so
+      # 512 paired code runs put a 5-point change at ~2 paired s.e.
+      "programs_per_task": 8,
       # Generated tests per eval task: 8 (512 paired tests), twice the
       # training draw, so a 5-point UT change is ~2 paired s.e.; sampling
       # tests is the cheap half of an evaluation.
