@@ -7,6 +7,9 @@ generator.
   python launch/build_warmstart.py --config=alfworld:smoke    # for tests
   python launch/build_warmstart.py --config=alfworld \\
       --config.warmstart.settings.policy_sft.steps=400 --out=/tmp/ws
+  python launch/build_warmstart.py --config=alfworld \\
+      --config.warmstart.settings.rm_sft.steps=600 --out=/tmp/ws \\
+      --reuse_from=rla_jax/warmstart/shipped/alfworld   # a new judge only
 
 It takes the loop's config (the same --config=NAME[:PRESET] and
 --config.* overrides as launch/tpu_run.py), derives the warm-start settings
@@ -53,6 +56,12 @@ _OUT = flags.DEFINE_string(
 )
 _WORK_DIR = flags.DEFINE_string(
   "work_dir", None, "Directory for the build's intermediate files."
+)
+_REUSE_FROM = flags.DEFINE_string(
+  "reuse_from",
+  None,
+  "(alfworld) A finished warm start whose drill and policy settings equal "
+  "this build's: its policy is reused and only the judge is trained.",
 )
 _OVERWRITE = flags.DEFINE_bool(
   "overwrite",
@@ -123,6 +132,11 @@ def _coding_build(config):
     raise ConfigError(
       "config warmstart.dir is '' (no warm start): pass --out=DIR"
     )
+  if _REUSE_FROM.value:
+    raise ConfigError(
+      "--reuse_from is for --config=alfworld (the coding build has no "
+      "policy stages to reuse)"
+    )
 
   def build(**kw):
     from rla_jax.warmstart.coding_build import build_coding_warm_start
@@ -144,10 +158,17 @@ def _alfworld_build(config):
     else ws.warm_start_dir(config.warmstart.dir)
   )
 
+  reuse_from = _REUSE_FROM.value and os.path.abspath(_REUSE_FROM.value)
+  if reuse_from:  # refused here, before any work, if it cannot be reused
+    from rla_jax.warmstart.build import reused_policy
+    from rla_jax.warmstart.config import policy_stages_hash
+
+    reused_policy(reuse_from, policy_stages_hash(settings))
+
   def build(**kw):
     from rla_jax.warmstart.build import build_warm_start
 
-    return build_warm_start(settings, out_dir, **kw)
+    return build_warm_start(settings, out_dir, reuse_from=reuse_from, **kw)
 
   return out_dir, config_hash(settings), build
 

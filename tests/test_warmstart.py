@@ -410,3 +410,127 @@ def test_cache_key_covers_the_text_formats(monkeypatch):
     lambda command, index: f"I will {command}. \\boxed{{{index}}}",
   )
   assert config_hash(cfg) != before
+
+
+def _policy_params(policy_dir):
+  import jax
+  from flax import nnx
+
+  from rla_jax.models import load_qwen
+
+  state = nnx.state(load_qwen(policy_dir), nnx.Param)
+  return [np.asarray(x) for x in jax.tree.leaves(state)]
+
+
+def _judge_only_change(steps=3):
+  return {**TINY, "rm_sft": {**TINY["rm_sft"], "steps": steps}}
+
+
+def test_policy_stages_hash_ignores_only_the_judge_fields():
+  from rla_jax.warmstart.config import (
+    JUDGE_FIELDS,
+    config_hash,
+    policy_stages_hash,
+  )
+
+  base = resolve_config(TINY)
+  judge = resolve_config(_judge_only_change())
+  noisier = resolve_config({**TINY, "rm_label_noise": 0.3})
+  policy = resolve_config({**TINY, "demo_epsilon": 0.4})
+  assert set(JUDGE_FIELDS) <= set(base)
+  for other in (judge, noisier):
+    assert config_hash(other) != config_hash(base)
+    assert policy_stages_hash(other) == policy_stages_hash(base)
+  assert policy_stages_hash(policy) != policy_stages_hash(base)
+
+
+def test_stage_store_reruns_only_stages_whose_key_changed(tmp_path):
+  from rla_jax.warmstart.stages import StageStore
+
+  store = StageStore(str(tmp_path / "w"), print)
+  root = store.checkpoint_dir("judge", "k1")
+  os.makedirs(os.path.join(root, "judge"))
+  open(os.path.join(root, "judge", "step"), "w").close()
+  store.finish("judge", "k1", {"steps_run": 3})
+  store.finish("policy", "p1", {"steps_run": 5})
+  again = StageStore(str(tmp_path / "w"), print)  # reopened from disk
+  assert again.done("judge", "k1") == {"steps_run": 3}
+  assert again.done("judge", "k2") is None
+  assert again.done("policy", "p1") == {"steps_run": 5}
+  # the same key keeps its checkpoints (a resume); another key clears them
+  assert os.path.exists(os.path.join(root, "judge", "step"))
+  again.checkpoint_dir("judge", "k1")
+  assert os.path.exists(os.path.join(root, "judge", "step"))
+  again.checkpoint_dir("judge", "k2")
+  assert not os.path.exists(os.path.join(root, "judge"))
+
+
+def test_a_judge_only_change_trains_only_the_judge(built, tmp_path):
+  out, first, _ = built
+  lines: list[str] = []
+  second = build_warm_start(
+    _judge_only_change(),
+    str(tmp_path / "judge-only"),
+    work_dir=out + ".work",  # the first build's stages
+    log=lines.append,
+  )
+  assert any("stage policy_sft: reusing" in line for line in lines)
+  assert not any("policy_sft step" in line for line in lines)
+  assert not any("drill step" in line for line in lines)
+  assert any("rm_sft step 0/3" in line for line in lines)
+  assert second["report"]["config_hash"] != first["report"]["config_hash"]
+  for a, b in zip(
+    _policy_params(first["policy_dir"]),
+    _policy_params(second["policy_dir"]),
+    strict=True,
+  ):
+    np.testing.assert_array_equal(a, b)
+
+
+def test_reuse_from_takes_a_finished_builds_policy(built, tmp_path):
+  from rla_jax.errors import ConfigError
+
+  out, first, _ = built
+  lines: list[str] = []
+  second = build_warm_start(
+    _judge_only_change(4),
+    str(tmp_path / "reused"),
+    work_dir=str(tmp_path / "fresh-work"),
+    reuse_from=out,
+    log=lines.append,
+  )
+  assert any("stage policy_sft: taken from" in line for line in lines)
+  assert not any("policy_sft step" in line for line in lines)
+  assert not any("drill step" in line for line in lines)  # rm_init=policy
+  assert any("rm_sft step 0/4" in line for line in lines)
+  report = second["report"]
+  assert report["reused"]["policy_sft"]["from"] == out
+  assert (
+    report["reused"]["policy_sft"]["config_hash"]
+    == first["report"]["config_hash"]
+  )
+  assert (
+    report["curves"]["policy_sft"] == first["report"]["curves"]["policy_sft"]
+  )
+  # the drill base's loss comes from the build that measured it
+  assert (
+    report["policy"]["heldout_response_loss_before"]
+    == first["report"]["policy"]["heldout_response_loss_before"]
+  )
+  for a, b in zip(
+    _policy_params(first["policy_dir"]),
+    _policy_params(second["policy_dir"]),
+    strict=True,
+  ):
+    np.testing.assert_array_equal(a, b)
+  # a warm start whose policy stages had other settings is refused
+  with pytest.raises(ConfigError, match="other settings"):
+    build_warm_start(
+      {**TINY, "demo_epsilon": 0.4},
+      str(tmp_path / "refused"),
+      reuse_from=out,
+      log=lines.append,
+    )
+  assert not os.path.exists(tmp_path / "refused")
+  with pytest.raises(ConfigError, match="no readable warm start"):
+    build_warm_start(TINY, str(tmp_path / "r2"), reuse_from=str(tmp_path))

@@ -239,6 +239,17 @@ def test_build_command_refuses_bad_input_before_building(tmp_path):
     )
   )
   assert "unknown config key 'stepz'" in line
+  # --reuse_from must name a finished warm start
+  line = _one_error_line(
+    _run_build(
+      [
+        "--config=alfworld:smoke",
+        f"--reuse_from={tmp_path}",
+        f"--out={tmp_path / 'a'}",
+      ]
+    )
+  )
+  assert f"--reuse_from={str(tmp_path)!r}: no readable warm start" in line
   # an --out holding another config's warm start is not replaced silently
   other = tmp_path / "other"
   other.mkdir()

@@ -17,11 +17,16 @@ Stages (each timed, wall seconds in report["timings_s"]):
      resolved config, report, provenance).
 
 With `work_dir`, every finished stage and every SFT checkpoint is kept there,
-keyed by the config hash, so an interrupted build continues where it stopped.
+keyed by the settings it depends on (the judge stage by the config hash, the
+drill and policy stages by policy_stages_hash), so an interrupted build
+continues where it stopped and a build that changes only the judge's
+settings trains only the judge; `reuse_from` takes the policy stage from a
+finished warm start instead (e.g. the shipped one).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable
@@ -29,11 +34,16 @@ from collections.abc import Callable
 import numpy as np
 from flax import nnx
 
+from rla_jax.errors import ConfigError
 from rla_jax.models import Qwen, load_qwen, save_qwen
 from rla_jax.tokenizer import load_tokenizer
 from rla_jax.warmstart import demos, drills, evaluate, sft
 from rla_jax.warmstart.bpe_tokenizer import train_bpe_tokenizer
-from rla_jax.warmstart.config import config_hash, resolve_config
+from rla_jax.warmstart.config import (
+  config_hash,
+  policy_stages_hash,
+  resolve_config,
+)
 from rla_jax.warmstart.data import WarmStartData, make_data, tokenizer_corpus
 from rla_jax.warmstart.directory import MARKER
 from rla_jax.warmstart.stages import (
@@ -156,11 +166,58 @@ def _drill_samples(tok, data: WarmStartData, cfg) -> list[tuple]:
   ]
 
 
+@dataclasses.dataclass(frozen=True)
+class ReusedPolicy:
+  """The policy stages of a finished warm start whose drill and policy SFT
+  settings (policy_stages_hash) equal this build's: its policy checkpoint,
+  training curves and the drill base's held-out loss it measured."""
+
+  source: str
+  config_hash: str
+  policy_dir: str
+  policy_info: dict
+  drill_info: dict
+  loss_before: float
+  provenance: dict
+
+
+def reused_policy(source: str, policy_key: str) -> ReusedPolicy:
+  """The policy stages of the warm start in `source`; ConfigError if it is
+  not a finished warm start or its policy stages had other settings."""
+  path = os.path.join(source, MARKER)
+  try:
+    with open(path) as f:
+      marker = json.load(f)
+    theirs = policy_stages_hash(marker["config"])
+    report = marker["report"]
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    raise ConfigError(
+      f"--reuse_from={source!r}: no readable warm start ({path}: {e})"
+    ) from None
+  if theirs != policy_key:
+    raise ConfigError(
+      f"--reuse_from={source!r}: its drill and policy stages were built for "
+      f"other settings ({theirs[:12]}, this build's {policy_key[:12]}); "
+      "only the judge's settings (rla_jax.warmstart.config.JUDGE_FIELDS) "
+      "may differ"
+    )
+  return ReusedPolicy(
+    source=source,
+    config_hash=str(marker["config_hash"]),
+    policy_dir=os.path.join(source, "policy"),
+    policy_info=report["curves"]["policy_sft"],
+    drill_info=report["curves"]["drill"],
+    loss_before=float(report["policy"]["heldout_response_loss_before"]),
+    provenance=marker.get("provenance", {}),
+  )
+
+
 def build_warm_start(
   cfg,
   out_dir: str,
   *,
   work_dir: str | None = None,
+  reuse_from: str | None = None,
   provenance: dict | None = None,
   log: Callable[[str], None] = print,
 ) -> dict:
@@ -170,14 +227,24 @@ def build_warm_start(
   the resolved config, per-stage wall times, training curves (SFT logs and
   probes), policy success and per-verb choice accuracy, judge accuracies and
   cache_hit. `provenance` (command, commit, ...) is stored in the marker.
+  `reuse_from`: a finished warm start whose drill and policy settings equal
+  these (reused_policy); its policy is taken as this build's policy stage,
+  so only the judge is trained (report["reused"] says so).
   """
   cfg = resolve_config(cfg)
-  digest = config_hash(cfg)
+  digest, policy_key = config_hash(cfg), policy_stages_hash(cfg)
   hit = _cached(out_dir, digest)
   if hit is not None:
     log(f"[warmstart] cache hit: reusing {out_dir} (config {digest[:12]})")
     return hit
+  reused = reused_policy(reuse_from, policy_key) if reuse_from else None
   store = begin_build(out_dir, digest, work_dir, log)
+  if reused is not None:
+    store.adopt("policy_sft", policy_key, reused.policy_dir, reused.policy_info)
+    log(
+      f"[warmstart] stage policy_sft: taken from {reused.source} (config "
+      f"{reused.config_hash[:12]}, same drill and policy settings)"
+    )
   seed, clock = int(cfg["seed"]), StageClock(log)
   data = make_data(cfg)
   clock.lap("data")
@@ -189,29 +256,16 @@ def build_warm_start(
   clock.lap("tokenizer")
 
   model_cfg = model_config(cfg, tok)
-
-  def fresh_base():
-    return Qwen(model_cfg, rngs=nnx.Rngs(seed))
-
-  base, drill_info = fresh_base(), {}
-  if int(cfg["drill"]["steps"]):
-    base, drill_info = train_stage(
-      store,
-      "drill",
-      fresh_base,
-      _drill_samples(tok, data, cfg),
-      sft_config(cfg["drill"]),
-      seed,
-      pad,
-      log,
-    )
+  drill = _DrillBase(store, policy_key, model_cfg, tok, data, cfg, log)
+  if store.done("policy_sft", policy_key) is None:
+    drill.model()
   clock.lap("drill")
-
   ps = cfg["policy_sft"]
   policy, policy_info = train_stage(
     store,
     "policy_sft",
-    lambda: base,
+    policy_key,
+    drill.model,
     _policy_samples(tok, data, cfg),
     sft_config(ps),
     seed + 1,
@@ -228,7 +282,7 @@ def build_warm_start(
   own = _play(policy, tok, data.judge_games, ev, H, seed + 23)["records"]
   rs = cfg["rm_sft"]
   rm_init = {
-    "drill": lambda: base,
+    "drill": drill.model,
     "policy": lambda: policy,
     "scratch": lambda: Qwen(model_cfg, rngs=nnx.Rngs(seed + 7)),
   }[cfg["rm_init"]]
@@ -242,6 +296,7 @@ def build_warm_start(
   reward, rm_info = train_stage(
     store,
     "rm_sft",
+    digest,
     rm_init,
     rm_samples,
     sft_config(rs),
@@ -256,7 +311,16 @@ def build_warm_start(
   clock.lap("rm_sft")
 
   metrics = _final_metrics(policy, reward, tok, data, cfg, probe_records, log)
-  metrics["policy"].update(_heldout_losses(base, policy, tok, data, cfg, log))
+  # The drill base's held-out loss: measured here when the drill stage ran
+  # (or was kept) in this work dir, else by the build the policy came from
+  # (the same base: the drill's settings are part of policy_stages_hash).
+  if reused is not None and not drill.available():
+    before = reused.loss_before
+  else:
+    before = None
+  metrics["policy"].update(
+    _heldout_losses(drill.model, policy, tok, data, cfg, log, before)
+  )
   clock.lap("eval")
 
   save_qwen(policy, os.path.join(out_dir, "policy"), tokenizer=tok)
@@ -273,12 +337,20 @@ def build_warm_start(
     "num_rm_examples": len(rm_samples),
     "num_params": int(sum(x.size for x in jax_leaves(policy))),
     "curves": {
-      "drill": drill_info,
+      "drill": drill.info(reused),
       "policy_sft": policy_info,
       "rm_sft": rm_info,
     },
     **metrics,
   }
+  if reused is not None:
+    report["reused"] = {
+      "policy_sft": {
+        "from": reused.source,
+        "config_hash": reused.config_hash,
+        "provenance": reused.provenance,
+      }
+    }
   write_marker(out_dir, digest, cfg, report, provenance)
   log(f"[warmstart] done in {times['total']:.1f}s: {json.dumps(times)}")
   return {
@@ -289,8 +361,58 @@ def build_warm_start(
   }
 
 
-def _heldout_losses(base, policy, tok, data, cfg, log) -> dict:
-  """Response loss on held-out demonstrated states before / after SFT."""
+class _DrillBase:
+  """The drill stage's model, trained (or loaded from the store) on first
+  use: a build whose policy stage is already done needs it only for a
+  judge initialised from it or for the held-out loss before SFT."""
+
+  def __init__(self, store, key, model_cfg, tok, data, cfg, log):
+    self.store, self.key, self.log = store, key, log
+    self.model_cfg, self.tok, self.data, self.cfg = model_cfg, tok, data, cfg
+    self._model, self._info = None, None
+
+  def available(self) -> bool:
+    """Whether the base exists here without training it."""
+    steps = int(self.cfg["drill"]["steps"])
+    return (
+      self._model is not None
+      or not steps
+      or self.store.done("drill", self.key) is not None
+    )
+
+  def model(self) -> Qwen:
+    if self._model is None:
+      seed = int(self.cfg["seed"])
+
+      def fresh():
+        return Qwen(self.model_cfg, rngs=nnx.Rngs(seed))
+
+      if int(self.cfg["drill"]["steps"]):
+        self._model, self._info = train_stage(
+          self.store,
+          "drill",
+          self.key,
+          fresh,
+          _drill_samples(self.tok, self.data, self.cfg),
+          sft_config(self.cfg["drill"]),
+          seed,
+          self.tok.pad_token_id,
+          self.log,
+        )
+      else:
+        self._model, self._info = fresh(), {}
+    return self._model
+
+  def info(self, reused: ReusedPolicy | None) -> dict:
+    """The drill's curves: this build's, or the reused build's."""
+    if self._info is None and reused is not None:
+      return reused.drill_info
+    return self._info if self._info is not None else {}
+
+
+def _heldout_losses(base_model, policy, tok, data, cfg, log, before=None):
+  """Response loss on held-out demonstrated states before / after SFT;
+  `before` given: the base's loss, measured elsewhere (base_model unused)."""
   held = [
     drills.boxed_answer_sample(tok, e.prompt_text, e.response_text, 1.0)
     for e in demos.policy_examples(
@@ -298,7 +420,10 @@ def _heldout_losses(base, policy, tok, data, cfg, log) -> dict:
     )
   ][:128]
   lm, pad = int(cfg["policy_sft"]["length_multiple"]), tok.pad_token_id
-  before = sft.response_loss(base, held, pad_id=pad, length_multiple=lm)
+  if before is None:
+    before = sft.response_loss(
+      base_model(), held, pad_id=pad, length_multiple=lm
+    )
   after = sft.response_loss(policy, held, pad_id=pad, length_multiple=lm)
   log(f"[warmstart] policy held-out response loss {before:.4f} -> {after:.4f}")
   return {

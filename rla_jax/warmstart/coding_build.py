@@ -211,6 +211,7 @@ def build_coding_warm_start(
       return train_stage(
         store,
         name,
+        digest,  # every coding stage is keyed by the whole config
         init,
         _samples(tok, examples),
         sft_config(st),

@@ -239,3 +239,15 @@ def config_hash(cfg: dict[str, Any]) -> str:
   """sha256 of the resolved config's canonical JSON and the text formats."""
   key = {"config": cfg, "formats": text_formats()}
   return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+# The settings only the judge stage (and the final judge measurements) read:
+# the data's judge set is drawn after every demonstration, so these change
+# neither the tokenizer nor the drill and policy stages.
+JUDGE_FIELDS = ("rm_init", "num_rm_examples", "rm_label_noise", "rm_sft")
+
+
+def policy_stages_hash(cfg: dict[str, Any]) -> str:
+  """The key of the stages before the judge's (drill, policy SFT): the
+  config hash of `cfg` without JUDGE_FIELDS."""
+  return config_hash({k: v for k, v in cfg.items() if k not in JUDGE_FIELDS})

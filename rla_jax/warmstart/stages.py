@@ -1,5 +1,6 @@
 """What every warm-start build shares (the ALFWorld `build` and the coding
-`coding_build`): the stage store that lets an interrupted build continue,
+`coding_build`): the stage store that lets an interrupted build continue
+(and a changed build rerun only the stages whose settings changed),
 one SFT stage through it and its SFTConfig, the stage clock, the Qwen3
 config of the settings' model section, and the marker write that
 completes a build."""
@@ -19,41 +20,70 @@ from rla_jax.warmstart.directory import MARKER
 
 
 class StageStore:
-  """Finished stages of one build (by config hash) under a work dir: model
-  stages as HF directories, results in `stages.json`. A work dir left by
-  another config is cleared first."""
+  """Finished stages of a build under a work dir, each under the key of the
+  settings it depends on: model stages as HF directories, results in
+  `stages.json`, SFT checkpoints under `checkpoints/<stage>`. A stage whose
+  key changed runs again (its checkpoints cleared first); the others are
+  reused, so a build that changes only the judge's settings keeps the
+  policy's stages. A work dir of another layout is cleared."""
 
-  def __init__(self, work_dir: str, digest: str, log):
+  VERSION = 2
+
+  def __init__(self, work_dir: str, log):
     self.root, self.log = work_dir, log
     self.path = os.path.join(work_dir, "stages.json")
     state = {}
     if os.path.isfile(self.path):
       with open(self.path) as f:
         state = json.load(f)
-    if state.get("config_hash") != digest:
+    if state.get("version") != self.VERSION:
       if os.path.isdir(work_dir):
         shutil.rmtree(work_dir)
-      state = {"config_hash": digest, "stages": {}}
+      state = {"version": self.VERSION, "stages": {}, "started": {}}
     os.makedirs(work_dir, exist_ok=True)
     self.state = state
 
-  def done(self, name: str) -> dict | None:
-    return self.state["stages"].get(name)
+  def done(self, name: str, key: str) -> dict | None:
+    """The info of stage `name` if it finished under `key`, else None."""
+    record = self.state["stages"].get(name)
+    return record["info"] if record and record["key"] == key else None
 
-  def finish(self, name: str, info: dict) -> None:
-    self.state["stages"][name] = info
+  def checkpoint_dir(self, name: str, key: str) -> str:
+    """The SFT checkpoint root for stage `name` under `key` (the stage's
+    checkpoints are `<root>/<name>`); checkpoints another key left there
+    are removed, so a resumed stage never continues other settings' run."""
+    root = os.path.join(self.root, "checkpoints")
+    if self.state["started"].get(name) != key:
+      shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+      self.state["started"][name] = key
+      self._save()
+    return root
+
+  def finish(self, name: str, key: str, info: dict) -> None:
+    self.state["stages"][name] = {"key": key, "info": info}
+    self._save()
+
+  def adopt(self, name: str, key: str, model_dir: str, info: dict) -> None:
+    """Records stage `name` as finished under `key` with the model in
+    `model_dir` (another build's output for the same stage settings)."""
+    shutil.rmtree(self.dir(name), ignore_errors=True)
+    shutil.copytree(model_dir, self.dir(name))
+    self.finish(name, key, info)
+
+  def dir(self, name: str) -> str:
+    return os.path.join(self.root, name)
+
+  def _save(self) -> None:
     tmp = self.path + ".tmp"
     with open(tmp, "w") as f:
       json.dump(self.state, f, indent=1)
     os.replace(tmp, self.path)
 
-  def dir(self, name: str) -> str:
-    return os.path.join(self.root, name)
 
-
-def train_stage(store, name, init, samples, sft_cfg, seed, pad, log, **kw):
-  """One SFT stage, resumed or skipped through `store` (model, info)."""
-  info = store.done(name)
+def train_stage(store, name, key, init, samples, sft_cfg, seed, pad, log, **kw):
+  """One SFT stage under `key`, resumed or skipped through `store`
+  (model, info)."""
+  info = store.done(name, key)
   if info is not None:
     log(f"[warmstart] stage {name}: reusing {store.dir(name)}")
     return load_qwen(store.dir(name)), info
@@ -65,7 +95,7 @@ def train_stage(store, name, init, samples, sft_cfg, seed, pad, log, **kw):
     pad_id=pad,
     log=log,
     name=name,
-    checkpoint_dir=store.dir("checkpoints"),
+    checkpoint_dir=store.checkpoint_dir(name, key),
     **kw,
   )
   save_qwen(result.model, store.dir(name))
@@ -74,7 +104,7 @@ def train_stage(store, name, init, samples, sft_cfg, seed, pad, log, **kw):
     "probes": result.probes,
     "steps_run": result.steps_run,
   }
-  store.finish(name, info)
+  store.finish(name, key, info)
   return result.model, info
 
 
@@ -120,7 +150,7 @@ def begin_build(out_dir, digest, work_dir, log, what="") -> StageStore:
   if os.path.exists(marker_path):
     os.remove(marker_path)
   log(f"[warmstart] {what}building into {out_dir} (config {digest[:12]})")
-  return StageStore(work_dir or out_dir + ".work", digest, log)
+  return StageStore(work_dir or out_dir + ".work", log)
 
 
 def write_marker(out_dir, digest, cfg, report, provenance) -> None:
