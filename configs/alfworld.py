@@ -83,13 +83,18 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           # A weak but informative judge (the paper's AlfWorld RM starts
           # at 47% process accuracy): noisy labels, stopped once its
           # balanced accuracy on the policy's own steps is 0.58-0.68.
+          # 120 steps on 1,200 examples (20% flipped) at 2e-3 ended a
+          # near-constant voter (0.52 balanced, session 8); now 3,000 of the
+          # pool's 4,061 steps (it holds 1,561 progress steps), 10% flipped,
+          # up to 600 steps at 1e-3, probed every 50 steps on 256 steps.
           "rm_init": "policy",
-          "num_rm_examples": 1200,
-          "rm_label_noise": 0.2,
+          "num_rm_examples": 3000,
+          "rm_label_noise": 0.1,
           "rm_sft": {
-            "steps": 120,
+            "steps": 600,
             "batch_size": 16,
-            "eval_every": 20,
+            "learning_rate": 1e-3,
+            "eval_every": 50,
             "target_balanced": [0.58, 0.68],
           },
           "eval": {
@@ -97,7 +102,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             "max_steps": 20,
             "temperature": 0.6,
             "batch_size": 64,
-            "rm_max_steps": 128,
+            "rm_max_steps": 256,
             "judge_games": 32,
           },
         }

@@ -436,12 +436,15 @@ def test_policy_stages_hash_ignores_only_the_judge_fields():
   base = resolve_config(TINY)
   judge = resolve_config(_judge_only_change())
   noisier = resolve_config({**TINY, "rm_label_noise": 0.3})
+  probed = resolve_config({**TINY, "eval": {**TINY["eval"], "rm_max_steps": 8}})
   policy = resolve_config({**TINY, "demo_epsilon": 0.4})
+  played = resolve_config({**TINY, "eval": {**TINY["eval"], "max_steps": 3}})
   assert set(JUDGE_FIELDS) <= set(base)
-  for other in (judge, noisier):
+  for other in (judge, noisier, probed):
     assert config_hash(other) != config_hash(base)
     assert policy_stages_hash(other) == policy_stages_hash(base)
-  assert policy_stages_hash(policy) != policy_stages_hash(base)
+  for other in (policy, played):
+    assert policy_stages_hash(other) != policy_stages_hash(base)
 
 
 def test_stage_store_reruns_only_stages_whose_key_changed(tmp_path):

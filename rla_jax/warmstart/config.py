@@ -242,12 +242,18 @@ def config_hash(cfg: dict[str, Any]) -> str:
 
 
 # The settings only the judge stage (and the final judge measurements) read:
-# the data's judge set is drawn after every demonstration, so these change
-# neither the tokenizer nor the drill and policy stages.
+# the data's judge set is drawn after every demonstration, and the judge's
+# probe games are a split of their own, so these change neither the
+# tokenizer nor the drill and policy stages.
 JUDGE_FIELDS = ("rm_init", "num_rm_examples", "rm_label_noise", "rm_sft")
+JUDGE_EVAL_FIELDS = ("rm_max_steps", "judge_games")
 
 
 def policy_stages_hash(cfg: dict[str, Any]) -> str:
   """The key of the stages before the judge's (drill, policy SFT): the
-  config hash of `cfg` without JUDGE_FIELDS."""
-  return config_hash({k: v for k, v in cfg.items() if k not in JUDGE_FIELDS})
+  config hash of `cfg` without JUDGE_FIELDS and eval's JUDGE_EVAL_FIELDS."""
+  rest = {k: v for k, v in cfg.items() if k not in JUDGE_FIELDS}
+  rest["eval"] = {
+    k: v for k, v in cfg["eval"].items() if k not in JUDGE_EVAL_FIELDS
+  }
+  return config_hash(rest)
