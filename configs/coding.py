@@ -42,10 +42,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     )
   c = common.base("coding")
   c.preset = preset
-  # A run with evaluations every 3 steps (session 12, docs/RESULTS.md)
-  # measured ~40-65 s per RL step and ~2 min per evaluation here; 24 steps
-  # and 3 evaluations fit 30 minutes, and its code accuracy had risen by
-  # +0.066 +- 0.030 (paired s.e.) by step 18.
+  # 16 tasks x 8 programs measured ~45-55 s per RL step here (session 14,
+  # docs/RESULTS.md): 24 steps and the two evaluations fit 30 minutes.
   c.total_steps = 24
   c.embedded = ml_collections.ConfigDict(
     {
@@ -130,7 +128,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   )
   c.eval = ml_collections.ConfigDict(
     {
-      "every": 12,
+      # At the start and the end only: one 512-program evaluation takes
+      # ~3 min here, and with a third one at step 12 the run took 30.1 min
+      # (session 14, docs/RESULTS.md).
+      "every": 0,
       "at_start": True,
       # 64 held-out tasks x 8 programs = 512 paired code runs (and 512
       # generated tests), sampled at the rollout temperature the warm

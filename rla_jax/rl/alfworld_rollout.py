@@ -33,10 +33,10 @@ from rla_jax import distributed
 from rla_jax.envs.alfworld import Game, make_env
 from rla_jax.metrics.progress import ProgressFn
 from rla_jax.rl import agent_text
+from rla_jax.rl.judge_votes import sample_votes
 from rla_jax.rl.parsing import (
   action_index_parses,
   parse_action_index,
-  parse_boxed_score,
 )
 from rla_jax.rl.prompts import candidate_actions
 from rla_jax.rl.seeds import derive_seed
@@ -279,14 +279,10 @@ def judge_episodes(
       f"judge_episodes: {len(include)} include flags for "
       f"{len(episodes)} episodes"
     )
-  N = len(episodes)
-  K = max([e.num_steps for e in episodes] + [1])
-  scores = np.zeros((N, K, m), np.int32)
-  mask = np.zeros((N, K), bool)
+  mask = np.zeros(
+    (len(episodes), max([e.num_steps for e in episodes] + [1])), bool
+  )
   prompt_ids = [[None] * e.num_steps for e in episodes]
-  resp_ids = [[[None] * m for _ in range(e.num_steps)] for e in episodes]
-  resp_txt = [[[None] * m for _ in range(e.num_steps)] for e in episodes]
-  lps = [[[None] * m for _ in range(e.num_steps)] for e in episodes]
   jobs = []
   for n, e in enumerate(episodes):
     if include is not None and not include[n]:
@@ -298,24 +294,25 @@ def judge_episodes(
       )
       prompt_ids[n][k] = agent_text.chat_ids(tokenizer, text)
       jobs.append((n, k))
-  # Similar lengths share a call (less padding); each prompt is prefilled
-  # once and its m judgements decoded from the shared cache.
+  # Similar lengths share a call (less padding).
   jobs.sort(key=lambda nk: len(prompt_ids[nk[0]][nk[1]]))
-  per_call = max(1, batch_size // m)
-  for start in range(0, len(jobs), per_call):
-    chunk = jobs[start : start + per_call]
-    out = sampler.generate(
-      [prompt_ids[n][k] for n, k in chunk],
-      seed=derive_seed(seed, start),
-      num_samples=m,
-      **dataclasses.asdict(params),
-    )
-    for i, (n, k) in enumerate(chunk):
-      for j in range(m):
-        toks, lp = out.tokens[i * m + j], out.logprobs[i * m + j]
-        text = tokenizer.decode(toks, skip_special_tokens=True)
-        scores[n, k, j] = parse_boxed_score(text)
-        resp_ids[n][k][j], resp_txt[n][k][j], lps[n][k][j] = toks, text, lp
-    if progress is not None:
-      progress("judge", start + len(chunk), len(jobs), "steps judged")
-  return Judgements(scores, mask, prompt_ids, resp_ids, lps, resp_txt)
+  votes = sample_votes(
+    sampler,
+    tokenizer,
+    prompt_ids,
+    jobs,
+    [e.num_steps for e in episodes],
+    m=m,
+    seed=seed,
+    params=params,
+    batch_size=batch_size,
+    progress=progress,
+  )
+  return Judgements(
+    votes.scores,
+    mask,
+    prompt_ids,
+    votes.response_ids,
+    votes.logprobs,
+    votes.response_texts,
+  )

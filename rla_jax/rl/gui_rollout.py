@@ -30,7 +30,7 @@ from rla_jax.metrics.progress import ProgressFn
 from rla_jax.models.qwen3_vl import inputs as vision_inputs
 from rla_jax.rl import gui_prompts
 from rla_jax.rl.alfworld_rollout import SamplingParams
-from rla_jax.rl.parsing import parse_boxed_score
+from rla_jax.rl.judge_votes import sample_votes
 from rla_jax.rl.seeds import derive_seed
 from rla_jax.tokenizer import render_chat
 
@@ -274,15 +274,11 @@ def judge_gui_episodes(
 ) -> GuiJudgements:
   """m judgements of every step of every episode (of those with
   include[n]; the others get mask False and score 0)."""
-  N = len(episodes)
-  K = max([e.num_steps for e in episodes] + [1])
-  scores = np.zeros((N, K, m), np.int32)
-  mask = np.zeros((N, K), bool)
+  mask = np.zeros(
+    (len(episodes), max([e.num_steps for e in episodes] + [1])), bool
+  )
   p_ids = [[None] * e.num_steps for e in episodes]
   p_img = [[None] * e.num_steps for e in episodes]
-  r_ids = [[[None] * m for _ in range(e.num_steps)] for e in episodes]
-  r_txt = [[[None] * m for _ in range(e.num_steps)] for e in episodes]
-  lps = [[[None] * m for _ in range(e.num_steps)] for e in episodes]
   jobs = []
   for n, e in enumerate(episodes):
     if include is not None and not include[n]:
@@ -291,22 +287,25 @@ def judge_gui_episodes(
       mask[n, k] = True
       p_ids[n][k], p_img[n][k] = judge_prompt(e, k, encoder, tokenizer)
       jobs.append((n, k))
-  per_call = max(1, batch_size // m)
-  for start in range(0, len(jobs), per_call):
-    chunk = jobs[start : start + per_call]
-    out = sampler.generate(
-      [p_ids[n][k] for n, k in chunk],
-      images=[p_img[n][k] for n, k in chunk],
-      seed=derive_seed(seed, start),
-      num_samples=m,
-      **dataclasses.asdict(params),
-    )
-    for i, (n, k) in enumerate(chunk):
-      for j in range(m):
-        toks, lp = out.tokens[i * m + j], out.logprobs[i * m + j]
-        text = tokenizer.decode(toks, skip_special_tokens=True)
-        scores[n, k, j] = parse_boxed_score(text)
-        r_ids[n][k][j], r_txt[n][k][j], lps[n][k][j] = toks, text, lp
-    if progress is not None:
-      progress("judge", start + len(chunk), len(jobs), "steps judged")
-  return GuiJudgements(scores, mask, p_ids, p_img, r_ids, lps, r_txt)
+  votes = sample_votes(
+    sampler,
+    tokenizer,
+    p_ids,
+    jobs,
+    [e.num_steps for e in episodes],
+    m=m,
+    seed=seed,
+    params=params,
+    batch_size=batch_size,
+    images=p_img,
+    progress=progress,
+  )
+  return GuiJudgements(
+    votes.scores,
+    mask,
+    p_ids,
+    p_img,
+    votes.response_ids,
+    votes.logprobs,
+    votes.response_texts,
+  )

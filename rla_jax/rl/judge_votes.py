@@ -1,0 +1,76 @@
+"""The judge's m votes per policy step, sampled in batched sampler calls:
+what the ALFWorld and GUI judges share (their prompts differ)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from rla_jax.metrics.progress import ProgressFn
+from rla_jax.rl.parsing import parse_boxed_score
+from rla_jax.rl.seeds import derive_seed
+
+
+@dataclasses.dataclass(frozen=True)
+class Votes:
+  """scores: [N, K, m] in {+1, -1, 0} (0 = unparseable; steps not judged
+  are 0); response_ids / response_texts / logprobs: [n][k][j] (None where
+  step k of episode n was not judged)."""
+
+  scores: np.ndarray
+  response_ids: list
+  logprobs: list
+  response_texts: list
+
+
+def sample_votes(
+  sampler,
+  tokenizer,
+  prompts: Sequence[Sequence],
+  jobs: Sequence[tuple[int, int]],
+  num_steps: Sequence[int],
+  *,
+  m: int,
+  seed: int,
+  params,
+  batch_size: int,
+  images: Sequence[Sequence] | None = None,
+  progress: ProgressFn | None = None,
+) -> Votes:
+  """m votes of every job (n, k), in the order given: prompts[n][k] holds
+  its prompt ids (and images[n][k] its images, where given); num_steps[n]
+  is episode n's step count (N episodes, K = the most steps).
+
+  Each sampler call takes max(1, batch_size // m) prompts, prefills each
+  once and decodes its m votes from the shared cache, seeded
+  derive_seed(seed, first job's index); `progress` is told after every call
+  how many jobs are done."""
+  N, K = len(num_steps), max(list(num_steps) + [1])
+  scores = np.zeros((N, K, m), np.int32)
+  resp_ids = [[[None] * m for _ in range(s)] for s in num_steps]
+  resp_txt = [[[None] * m for _ in range(s)] for s in num_steps]
+  lps = [[[None] * m for _ in range(s)] for s in num_steps]
+  per_call = max(1, batch_size // m)
+  for start in range(0, len(jobs), per_call):
+    chunk = jobs[start : start + per_call]
+    extra = (
+      {} if images is None else {"images": [images[n][k] for n, k in chunk]}
+    )
+    out = sampler.generate(
+      [prompts[n][k] for n, k in chunk],
+      seed=derive_seed(seed, start),
+      num_samples=m,
+      **extra,
+      **dataclasses.asdict(params),
+    )
+    for i, (n, k) in enumerate(chunk):
+      for j in range(m):
+        toks, lp = out.tokens[i * m + j], out.logprobs[i * m + j]
+        text = tokenizer.decode(toks, skip_special_tokens=True)
+        scores[n, k, j] = parse_boxed_score(text)
+        resp_ids[n][k][j], resp_txt[n][k][j], lps[n][k][j] = toks, text, lp
+    if progress is not None:
+      progress("judge", start + len(chunk), len(jobs), "steps judged")
+  return Votes(scores, resp_ids, lps, resp_txt)
