@@ -33,7 +33,7 @@ from rla_jax import distributed
 from rla_jax.envs.alfworld import Game, make_env
 from rla_jax.metrics.progress import ProgressFn
 from rla_jax.rl import agent_text
-from rla_jax.rl.judge_votes import sample_votes
+from rla_jax.rl.judge_votes import judged_steps, sample_votes
 from rla_jax.rl.parsing import (
   action_index_parses,
   parse_action_index,
@@ -279,21 +279,15 @@ def judge_episodes(
       f"judge_episodes: {len(include)} include flags for "
       f"{len(episodes)} episodes"
     )
-  mask = np.zeros(
-    (len(episodes), max([e.num_steps for e in episodes] + [1])), bool
-  )
-  prompt_ids = [[None] * e.num_steps for e in episodes]
-  jobs = []
-  for n, e in enumerate(episodes):
-    if include is not None and not include[n]:
-      continue
-    for k in range(e.num_steps):
-      mask[n, k] = True
-      text = agent_text.judge_step_text(
-        e.prompt_texts[k], e.response_texts[k], e.observations[k + 1]
-      )
-      prompt_ids[n][k] = agent_text.chat_ids(tokenizer, text)
-      jobs.append((n, k))
+  num_steps = [e.num_steps for e in episodes]
+  jobs, mask = judged_steps(num_steps, include)
+  prompt_ids = [[None] * s for s in num_steps]
+  for n, k in jobs:
+    e = episodes[n]
+    text = agent_text.judge_step_text(
+      e.prompt_texts[k], e.response_texts[k], e.observations[k + 1]
+    )
+    prompt_ids[n][k] = agent_text.chat_ids(tokenizer, text)
   # Similar lengths share a call (less padding).
   jobs.sort(key=lambda nk: len(prompt_ids[nk[0]][nk[1]]))
   votes = sample_votes(
@@ -301,7 +295,7 @@ def judge_episodes(
     tokenizer,
     prompt_ids,
     jobs,
-    [e.num_steps for e in episodes],
+    num_steps,
     m=m,
     seed=seed,
     params=params,

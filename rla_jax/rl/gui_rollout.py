@@ -30,7 +30,7 @@ from rla_jax.metrics.progress import ProgressFn
 from rla_jax.models.qwen3_vl import inputs as vision_inputs
 from rla_jax.rl import gui_prompts
 from rla_jax.rl.alfworld_rollout import SamplingParams
-from rla_jax.rl.judge_votes import sample_votes
+from rla_jax.rl.judge_votes import judged_steps, sample_votes
 from rla_jax.rl.seeds import derive_seed
 from rla_jax.tokenizer import render_chat
 
@@ -274,25 +274,18 @@ def judge_gui_episodes(
 ) -> GuiJudgements:
   """m judgements of every step of every episode (of those with
   include[n]; the others get mask False and score 0)."""
-  mask = np.zeros(
-    (len(episodes), max([e.num_steps for e in episodes] + [1])), bool
-  )
-  p_ids = [[None] * e.num_steps for e in episodes]
-  p_img = [[None] * e.num_steps for e in episodes]
-  jobs = []
-  for n, e in enumerate(episodes):
-    if include is not None and not include[n]:
-      continue
-    for k in range(e.num_steps):
-      mask[n, k] = True
-      p_ids[n][k], p_img[n][k] = judge_prompt(e, k, encoder, tokenizer)
-      jobs.append((n, k))
+  num_steps = [e.num_steps for e in episodes]
+  jobs, mask = judged_steps(num_steps, include)
+  p_ids = [[None] * s for s in num_steps]
+  p_img = [[None] * s for s in num_steps]
+  for n, k in jobs:
+    p_ids[n][k], p_img[n][k] = judge_prompt(episodes[n], k, encoder, tokenizer)
   votes = sample_votes(
     sampler,
     tokenizer,
     p_ids,
     jobs,
-    [e.num_steps for e in episodes],
+    num_steps,
     m=m,
     seed=seed,
     params=params,

@@ -25,6 +25,21 @@ class Votes:
   response_texts: list
 
 
+def judged_steps(
+  num_steps: Sequence[int], include: Sequence[bool] | None = None
+) -> tuple[list[tuple[int, int]], np.ndarray]:
+  """The steps to judge: jobs (n, k) for every step k of every episode n
+  with include[n] (every episode where include is None), episode by
+  episode, and their mask [N, K] (K = the most steps, at least 1)."""
+  mask = np.zeros((len(num_steps), max(list(num_steps) + [1])), bool)
+  jobs = []
+  for n, steps in enumerate(num_steps):
+    if include is None or include[n]:
+      mask[n, :steps] = True
+      jobs += [(n, k) for k in range(steps)]
+  return jobs, mask
+
+
 def sample_votes(
   sampler,
   tokenizer,
