@@ -82,20 +82,25 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
           },
           # A weak but informative judge (the paper's AlfWorld RM starts
           # at 47% process accuracy): noisy labels, stopped once its
-          # balanced accuracy on the policy's own steps is 0.58-0.68.
+          # balanced accuracy on the policy's own steps is 0.58-0.70 and
+          # its +1 rate within 0.15 of their progress share.
           # 120 steps on 1,200 examples (20% flipped) at 2e-3 ended a
-          # near-constant voter (0.52 balanced, session 8); now 3,000 of the
+          # near-constant voter (0.52 balanced, session 8); 3,000 of the
           # pool's 4,061 steps (it holds 1,561 progress steps), 10% flipped,
           # up to 600 steps at 1e-3, probed every 50 steps on 256 steps.
+          # Trained half +1 it voted +1 on 0.53 of the loop's reference
+          # steps, ~23% of which make progress (session 14): a quarter of
+          # +1 examples (0.30 after the flips) gives the policy's prior.
           "rm_init": "policy",
           "num_rm_examples": 3000,
+          "rm_positive_share": 0.25,
           "rm_label_noise": 0.1,
           "rm_sft": {
             "steps": 600,
             "batch_size": 16,
             "learning_rate": 1e-3,
             "eval_every": 50,
-            "target_balanced": [0.58, 0.68],
+            "target_balanced": [0.58, 0.70],
           },
           "eval": {
             "num_games": 64,

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from rla_jax.envs.alfworld import generate_split, label_progress, next_action
+from rla_jax.errors import ConfigError
 from rla_jax.rl import agent_text
 from rla_jax.rl.parsing import parse_action_index
 from rla_jax.warmstart import (
@@ -218,6 +219,26 @@ def test_balance_and_corrupt_balances_labels_and_flips_targets():
   assert 8 <= flipped <= 32  # ~20 expected of 80 at 25%
   with pytest.raises(ValueError, match="rm_label_noise"):
     demos.balance_and_corrupt(pool, 10, 0.7, np.random.default_rng(0))
+
+
+def test_balance_and_corrupt_draws_the_positive_share():
+  # 50 positives and 150 negatives: a 0.25 share of 80 is 20 +1 and 60 -1;
+  # 0.9 of 80 asks for 72 +1 of the 50 there, so negatives fill the rest;
+  # 0.1 of 200 wants 180 -1 of the 150 there, so positives fill the rest.
+  pool = [
+    demos.TextExample(f"p{i}", "", -1 if i % 4 else 1) for i in range(200)
+  ]
+  rng = np.random.default_rng(0)
+  labels = [e.label for e in demos.balance_and_corrupt(pool, 80, 0, rng, 0.25)]
+  assert (labels.count(1), labels.count(-1)) == (20, 60)
+  labels = [e.label for e in demos.balance_and_corrupt(pool, 80, 0, rng, 0.9)]
+  assert (labels.count(1), labels.count(-1)) == (50, 30)
+  labels = [e.label for e in demos.balance_and_corrupt(pool, 200, 0, rng, 0.1)]
+  assert (labels.count(1), labels.count(-1)) == (50, 150)
+  with pytest.raises(ValueError, match="rm_positive_share"):
+    demos.balance_and_corrupt(pool, 10, 0.1, rng, 1.0)
+  with pytest.raises(ConfigError, match="rm_positive_share"):
+    resolve_config({"rm_positive_share": 0.0})
 
 
 def test_answer_weights_sit_on_the_decisions(built):

@@ -44,7 +44,9 @@ Fields (all have working defaults, see `default_warmstart_config`):
                        `steps`-step schedule
   num_rm_episodes      noisy episodes providing judge examples
   rm_epsilon           their random-action probability
-  num_rm_examples      judge SFT examples (balanced +1/-1)
+  num_rm_examples      judge SFT examples
+  rm_positive_share    their share of +1 (progress) steps before the label
+                       noise: the judge's prior, 0.5 = balanced
   rm_label_noise       fraction of judge training targets flipped
   rm_init              "policy" (start from the SFT'd policy, which already
                        reads the game text), "drill" (the drill-pretrained
@@ -117,6 +119,7 @@ _DEFAULTS: dict[str, Any] = {
   "num_rm_episodes": 120,
   "rm_epsilon": 0.5,
   "num_rm_examples": 400,
+  "rm_positive_share": 0.5,
   "rm_label_noise": 0.1,
   "rm_init": "drill",
   "rm_sft": {
@@ -204,6 +207,11 @@ def resolve_config(cfg=None) -> dict[str, Any]:
       f"warm-start config: rm_init must be 'policy', 'drill' "
       f"or 'scratch', got {out['rm_init']!r}"
     )
+  if not 0.0 < float(out["rm_positive_share"]) < 1.0:
+    raise ConfigError(
+      f"warm-start config: rm_positive_share must be in (0, 1), "
+      f"got {out['rm_positive_share']!r}"
+    )
   if not 0.0 <= float(out["demo_verb_balance"]) <= 1.0:
     raise ConfigError(
       f"warm-start config: demo_verb_balance must be in [0, 1], "
@@ -245,7 +253,13 @@ def config_hash(cfg: dict[str, Any]) -> str:
 # the data's judge set is drawn after every demonstration, and the judge's
 # probe games are a split of their own, so these change neither the
 # tokenizer nor the drill and policy stages.
-JUDGE_FIELDS = ("rm_init", "num_rm_examples", "rm_label_noise", "rm_sft")
+JUDGE_FIELDS = (
+  "rm_init",
+  "num_rm_examples",
+  "rm_positive_share",
+  "rm_label_noise",
+  "rm_sft",
+)
 JUDGE_EVAL_FIELDS = ("rm_max_steps", "judge_games")
 
 

@@ -107,7 +107,11 @@ def make_data(cfg: dict) -> WarmStartData:
   answer = cfg["policy_answer"]
   judge_pool = demos.judge_examples(rm_eps, H, answer)
   judge_ex = demos.balance_and_corrupt(
-    judge_pool, int(cfg["num_rm_examples"]), float(cfg["rm_label_noise"]), rng
+    judge_pool,
+    int(cfg["num_rm_examples"]),
+    float(cfg["rm_label_noise"]),
+    rng,
+    float(cfg["rm_positive_share"]),
   )
   heldout_judge = demos.balance_and_corrupt(
     demos.judge_examples(heldout_eps, H, answer),

@@ -214,15 +214,23 @@ def balance_and_corrupt(
   num: int,
   label_noise: float,
   rng: np.random.Generator,
+  positive_share: float = 0.5,
 ) -> list[TextExample]:
-  """Up to `num` judge examples, half +1 and half -1 by expert label (as far
-  as the pool allows), with a fraction `label_noise` of the TRAINING targets
-  flipped (ex.label keeps the true label). Output order is shuffled."""
+  """Up to `num` judge examples, floor(num * positive_share) of them +1 by
+  expert label and the rest -1 (as far as the pool allows), with a fraction
+  `label_noise` of the TRAINING targets flipped (ex.label keeps the true
+  label). Output order is shuffled. The share is the judge's prior: a judge
+  trained half +1 votes +1 about half the time on a policy whose steps make
+  progress far less often."""
   if not 0.0 <= label_noise <= 0.5:
     raise ValueError(f"rm_label_noise must be in [0, 0.5], got {label_noise}")
+  if not 0.0 < positive_share < 1.0:
+    raise ValueError(
+      f"rm_positive_share must be in (0, 1), got {positive_share}"
+    )
   pos = [e for e in examples if e.label > 0]
   neg = [e for e in examples if e.label < 0]
-  n_pos = min(len(pos), num // 2)
+  n_pos = min(len(pos), int(num * positive_share))
   n_neg = min(len(neg), num - n_pos)
   n_pos = min(len(pos), num - n_neg)
   chosen = [pos[i] for i in rng.permutation(len(pos))[:n_pos]] + [
