@@ -126,6 +126,43 @@ def test_session_continuation_equals_reencoding(model, prompts):
   assert out.tokens[1] == [] and all(len(t) for t in out.tokens[::2])
 
 
+def test_session_cache_grows_by_powers_of_two(model, prompts):
+  """Decode attends to the slots in use: the cache holds the next power of
+  two of what a turn needs (the capacity at most) and keeps its slots when
+  it grows (a greedy turn equals re-encoding the history); warm sessions of
+  the same shapes compile nothing."""
+  sampler = _sampler(model, prompt_buckets=(16, 32, 64))
+  turns = ([p[:5] for p in prompts], prompts, [p[:3] for p in prompts])
+
+  def play(num_slots):
+    session = sampler.session(batch_size=4, num_slots=num_slots)
+    sizes, outs = [], []
+    for t, new in enumerate(turns):
+      kw = {"greedy": True} if t == 2 else {"seed": t, "temperature": 1.0}
+      outs.append(session.turn(new, **kw))
+      sizes.append(session.cache.num_slots)
+    return sizes, outs
+
+  # slots needed (used + chunk bucket + 10 new): 0+16+10 = 26 -> 32;
+  # 26+32+10 = 68 -> 128; 68+16+10 = 94 -> 128 (or the capacity)
+  assert play(256)[0] == [32, 128, 128]
+  sizes, outs = play(100)
+  assert sizes == [32, 100, 100]
+  history = [[] for _ in prompts]
+  for new, out in zip(turns[:2], outs, strict=False):
+    for i in range(4):
+      history[i] += new[i] + out.tokens[i]
+  ref = sampler.generate(
+    [h + p for h, p in zip(history, turns[2], strict=True)], greedy=True
+  )
+  assert outs[2].tokens == ref.tokens
+  with CompileCounter() as counter:
+    again_sizes, again = play(100)
+  assert counter.count == 0
+  assert again_sizes == sizes
+  assert [o.tokens for o in again] == [o.tokens for o in outs]
+
+
 def test_no_recompilation_once_buckets_are_warm(model):
   sampler = _sampler(model, prompt_buckets=(16, 32, 64), batch_buckets=(4, 8))
   rng = np.random.RandomState(2)

@@ -113,6 +113,23 @@ def _repeat_rows(cache: KVCache, logits, m: int):
   ), rep(logits, 0)
 
 
+def _copy_slots(new: KVCache, old: KVCache) -> KVCache:
+  """`new` (more slots, empty) holding `old`'s slots [0, S_old) and its
+  pointers."""
+  S = old.num_slots
+
+  def put(n, o):
+    return n.at[:, :, :S].set(o)
+
+  return KVCache(
+    k=tuple(map(put, new.k, old.k)),
+    v=tuple(map(put, new.v, old.v)),
+    valid=new.valid.at[:, :S].set(old.valid),
+    end=old.end,
+    next_pos=old.next_pos,
+  )
+
+
 @functools.partial(
   jax.jit,
   static_argnums=(0, 1, 2),
@@ -269,6 +286,7 @@ class Sampler:
     self.mesh, self.rules = mesh, rules
     self.prefill_plan = self._piece_plan(int(prefill_rows), int(prefill_tokens))
     self._cache_makers = {}
+    self._cache_growers = {}
     self._unstackers = {}
     self.update_params(model)
 
@@ -427,6 +445,20 @@ class Sampler:
           out = NamedSharding(out.mesh, PartitionSpec())  # any rank
       self._cache_makers[key] = jax.jit(make, out_shardings=out)
     return self._cache_makers[key]()
+
+  def grown_cache(self, cache: KVCache, num_slots: int) -> KVCache:
+    """`cache` with room for num_slots tokens per row: its slots copied to
+    the front of a fresh cache (placed as `new_cache` places one), the
+    rest empty. One jitted copy per (old, new) shape; `cache` is donated."""
+    new = self.new_cache(cache.batch_size, num_slots)
+    key = (cache.num_slots, num_slots, cache.batch_size)
+    if key not in self._cache_growers:
+      self._cache_growers[key] = jax.jit(
+        _copy_slots,
+        donate_argnums=(0, 1),
+        out_shardings=jax.tree.map(lambda a: a.sharding, new),
+      )
+    return self._cache_growers[key](new, cache)
 
   # ----------------------------------------------------------- core
   def _run(
@@ -641,16 +673,42 @@ class Session:
   keywords are `Sampler.generate`'s (not num_samples); row_seeds and
   images (Qwen3-VL: a new screenshot with the turn's text), if given, have
   one entry per session row.
+
+  The cache grows with the conversation, so decode attends to the slots in
+  use rather than to all `num_slots` (the session's capacity): before a
+  turn it holds the next power of two >= slots used + the chunk's bucket +
+  max_new_tokens (at most num_slots). Powers of two bound the shapes, and
+  so the compiled prefill and decode programs, at log2(num_slots), while
+  decode reads under 2x the slots it needs.
   """
 
   def __init__(self, sampler: Sampler, batch_size: int, num_slots: int):
     self.sampler = sampler
     self.batch_size = batch_size
-    self.cache = sampler.new_cache(sampler._batch_bucket(batch_size), num_slots)
+    self.num_slots = num_slots
+    self.cache: KVCache | None = None  # made by the first turn
 
   @property
   def slots_used(self) -> int:
-    return int(self.cache.end)
+    return 0 if self.cache is None else int(self.cache.end)
+
+  def _make_room(self, chunk_bucket: int) -> None:
+    """Grows the cache to hold this turn (or refuses it, naming the
+    capacity) before anything runs."""
+    used = self.slots_used
+    need = used + chunk_bucket + self.sampler.max_new_tokens
+    if need > self.num_slots:
+      raise ValueError(
+        f"cache overflow: {used} slots used + chunk bucket {chunk_bucket} + "
+        f"max_new_tokens {self.sampler.max_new_tokens} > {self.num_slots} "
+        "slots"
+      )
+    size = min(self.num_slots, 1 << (need - 1).bit_length())
+    if self.cache is None:
+      rows = self.sampler._batch_bucket(self.batch_size)
+      self.cache = self.sampler.new_cache(rows, size)
+    elif size > self.cache.num_slots:
+      self.cache = self.sampler.grown_cache(self.cache, size)
 
   def turn(
     self,
@@ -680,9 +738,11 @@ class Session:
       images = [
         list(imgs) if a else [] for imgs, a in zip(images, active, strict=True)
       ]
+    bucket = self.sampler._chunk_bucket(rows)
     layout = self.sampler._image_chunk(
-      rows, images, self.sampler._chunk_bucket(rows), self.cache.batch_size
+      rows, images, bucket, self.sampler._batch_bucket(self.batch_size)
     )
+    self._make_room(bucket)
     self.cache, out = self.sampler._run(
       self.cache,
       rows,
