@@ -32,6 +32,7 @@ def test_process_accuracy_and_breakdown_by_hand():
   assert evaluation.rm_process_accuracy(SCORES, MASK, LABELS) == 3 / 5
   out = evaluation.rm_process_breakdown(SCORES, MASK, LABELS)
   assert out["positive_rate"] == 3 / 5
+  assert out["label_positive_rate"] == 3 / 5  # labels + + - - +
   # recall of +1: 2 of 3; recall of -1: 1 of 2
   assert math.isclose(out["balanced_accuracy"], (2 / 3 + 1 / 2) / 2)
 
@@ -41,6 +42,7 @@ def test_breakdown_with_one_class_or_no_steps():
   assert math.isnan(out["balanced_accuracy"])
   empty = evaluation.rm_process_breakdown(SCORES, np.zeros_like(MASK), LABELS)
   assert math.isnan(empty["positive_rate"])
+  assert math.isnan(empty["label_positive_rate"])
 
 
 def test_outcome_accuracy_by_hand():
@@ -55,6 +57,7 @@ def test_judge_metrics_gathers_the_four_by_hand():
   out = evaluation.judge_metrics(SCORES, MASK, LABELS, np.array([True, False]))
   assert out["eval/rm_process_accuracy"] == 3 / 5
   assert out["eval/rm_positive_rate"] == 3 / 5
+  assert out["eval/rm_label_positive_rate"] == 3 / 5
   assert math.isclose(
     out["eval/rm_process_balanced_accuracy"], (2 / 3 + 1 / 2) / 2
   )

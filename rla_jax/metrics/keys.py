@@ -14,6 +14,8 @@ EVAL_OOD_SUCCESS = "eval/out_of_distribution_success"
 EVAL_RM_PROCESS_ACCURACY = "eval/rm_process_accuracy"
 EVAL_RM_OUTCOME_ACCURACY = "eval/rm_outcome_accuracy"
 EVAL_RM_POSITIVE_RATE = "eval/rm_positive_rate"
+# The share of the reference steps the expert labels +1 (progress).
+EVAL_RM_LABEL_POSITIVE_RATE = "eval/rm_label_positive_rate"
 EVAL_RM_PROCESS_BALANCED_ACCURACY = "eval/rm_process_balanced_accuracy"
 ENV_ACCEPTED_TOTAL = "env/accepted_total"
 TRAIN_ROLLOUT_ACCURACY = "train/rollout_accuracy"
@@ -60,6 +62,7 @@ CODING_SUMMARY_KEYS = (
 # Summarised after SUMMARY_KEYS when logged (not reported when absent).
 OPTIONAL_SUMMARY_KEYS = (
   EVAL_RM_POSITIVE_RATE,
+  EVAL_RM_LABEL_POSITIVE_RATE,
   EVAL_RM_PROCESS_BALANCED_ACCURACY,
   EVAL_CODE,
   EVAL_UT,

@@ -93,17 +93,24 @@ def rm_process_accuracy(
 def rm_process_breakdown(
   scores: np.ndarray, mask: np.ndarray, labels: list[list[int]]
 ) -> dict:
-  """Majority-vote +1 rate and balanced accuracy (mean of the +1 and -1
+  """Majority-vote +1 rate, the expert's +1 label share (what a calibrated
+  judge's +1 rate is near) and balanced accuracy (mean of the +1 and -1
   recalls) over the real steps; a class with no step counts as nan."""
   v, y = _votes_and_labels(scores, mask, labels)
   if not y.size:
-    return {"positive_rate": float("nan"), "balanced_accuracy": float("nan")}
+    nan = float("nan")
+    return {
+      "positive_rate": nan,
+      "label_positive_rate": nan,
+      "balanced_accuracy": nan,
+    }
   recalls = [
     float((v[y == c] == c).mean()) if (y == c).any() else float("nan")
     for c in (1, -1)
   ]
   return {
     "positive_rate": float((v > 0).mean()),
+    "label_positive_rate": float((y > 0).mean()),
     "balanced_accuracy": float(np.mean(recalls)),
   }
 
@@ -133,13 +140,15 @@ def judge_metrics(
   scores: [N, K, m] votes in {+1, -1, 0}; mask: [N, K] real steps; labels:
   the expert's +1/-1 progress label of every real step (`process_labels`);
   won: [N] outcomes. Returns process accuracy, outcome accuracy, the +1
-  vote rate and the balanced process accuracy, under their eval/ keys.
+  vote rate, the +1 label share and the balanced process accuracy, under
+  their eval/ keys.
   """
   breakdown = rm_process_breakdown(scores, mask, labels)
   return {
     "eval/rm_process_accuracy": rm_process_accuracy(scores, mask, labels),
     "eval/rm_outcome_accuracy": rm_outcome_accuracy(scores, mask, won),
     keys.EVAL_RM_POSITIVE_RATE: breakdown["positive_rate"],
+    keys.EVAL_RM_LABEL_POSITIVE_RATE: breakdown["label_positive_rate"],
     keys.EVAL_RM_PROCESS_BALANCED_ACCURACY: breakdown["balanced_accuracy"],
   }
 
