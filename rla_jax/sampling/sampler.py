@@ -449,16 +449,28 @@ class Sampler:
   def grown_cache(self, cache: KVCache, num_slots: int) -> KVCache:
     """`cache` with room for num_slots tokens per row: its slots copied to
     the front of a fresh cache (placed as `new_cache` places one), the
-    rest empty. One jitted copy per (old, new) shape; `cache` is donated."""
+    rest empty. One jitted copy per (old, new) shape, written into the
+    donated fresh cache (`cache` is not donated: no output has its shape)."""
     new = self.new_cache(cache.batch_size, num_slots)
     key = (cache.num_slots, num_slots, cache.batch_size)
     if key not in self._cache_growers:
       self._cache_growers[key] = jax.jit(
         _copy_slots,
-        donate_argnums=(0, 1),
+        donate_argnums=(0,),
         out_shardings=jax.tree.map(lambda a: a.sharding, new),
       )
     return self._cache_growers[key](new, cache)
+
+  def _check_room(self, used: int, chunk_bucket: int, num_slots: int) -> int:
+    """The slots a chunk needs (used + its bucket + max_new_tokens), or a
+    ValueError naming them when num_slots cannot hold them."""
+    need = used + chunk_bucket + self.max_new_tokens
+    if need > num_slots:
+      raise ValueError(
+        f"cache overflow: {used} slots used + chunk bucket {chunk_bucket} + "
+        f"max_new_tokens {self.max_new_tokens} > {num_slots} slots"
+      )
+    return need
 
   # ----------------------------------------------------------- core
   def _run(
@@ -491,11 +503,7 @@ class Sampler:
         f"max_new_tokens={budget} outside [1, {self.max_new_tokens}]"
       )
     used = int(cache.end)
-    if used + T + self.max_new_tokens > cache.num_slots:
-      raise ValueError(
-        f"cache overflow: {used} slots used + chunk bucket {T} + "
-        f"max_new_tokens {self.max_new_tokens} > {cache.num_slots} slots"
-      )
+    self._check_room(used, T, cache.num_slots)
     ids, mask = left_pad(rows, T, B, self.pad_id)
     active = np.zeros((B,), bool)
     active[:n] = active_rows
@@ -686,6 +694,7 @@ class Session:
     self.sampler = sampler
     self.batch_size = batch_size
     self.num_slots = num_slots
+    self.batch_rows = sampler._batch_bucket(batch_size)  # the cache's B
     self.cache: KVCache | None = None  # made by the first turn
 
   @property
@@ -695,18 +704,12 @@ class Session:
   def _make_room(self, chunk_bucket: int) -> None:
     """Grows the cache to hold this turn (or refuses it, naming the
     capacity) before anything runs."""
-    used = self.slots_used
-    need = used + chunk_bucket + self.sampler.max_new_tokens
-    if need > self.num_slots:
-      raise ValueError(
-        f"cache overflow: {used} slots used + chunk bucket {chunk_bucket} + "
-        f"max_new_tokens {self.sampler.max_new_tokens} > {self.num_slots} "
-        "slots"
-      )
+    need = self.sampler._check_room(
+      self.slots_used, chunk_bucket, self.num_slots
+    )
     size = min(self.num_slots, 1 << (need - 1).bit_length())
     if self.cache is None:
-      rows = self.sampler._batch_bucket(self.batch_size)
-      self.cache = self.sampler.new_cache(rows, size)
+      self.cache = self.sampler.new_cache(self.batch_rows, size)
     elif size > self.cache.num_slots:
       self.cache = self.sampler.grown_cache(self.cache, size)
 
@@ -739,9 +742,7 @@ class Session:
         list(imgs) if a else [] for imgs, a in zip(images, active, strict=True)
       ]
     bucket = self.sampler._chunk_bucket(rows)
-    layout = self.sampler._image_chunk(
-      rows, images, bucket, self.sampler._batch_bucket(self.batch_size)
-    )
+    layout = self.sampler._image_chunk(rows, images, bucket, self.batch_rows)
     self._make_room(bucket)
     self.cache, out = self.sampler._run(
       self.cache,
