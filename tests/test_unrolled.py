@@ -96,8 +96,12 @@ def test_session_turns_compile_nothing_after_warm_up(tiny_qwen3_dir):
   def turn(n):
     return [list(map(int, rng.randint(3, 300, size=n))) for _ in range(2)]
 
+  # The cache grows by powers of two, and each turn's slots advance by its
+  # chunk bucket, so a warm-up whose turns fall in the same buckets reaches
+  # the same cache sizes (16, 32, 64, 64) and compiles every program the
+  # turns below need, whatever their lengths and sampling keywords.
   warm = sampler.session(batch_size=2, num_slots=128)
-  for n in (5, 13):  # one turn per chunk bucket
+  for n in (5, 13, 7, 2):  # buckets 8, 16, 8, 8
     warm.turn(turn(n), greedy=True)
   session = sampler.session(batch_size=2, num_slots=128)
   with CompileCounter() as counter:
