@@ -22,6 +22,9 @@ def optim(
       # ratio and k3 KL finite on far off-policy tokens (e^10 ~ 2.2e4).
       "ratio_clamp": 10.0,
       "updates_per_step": updates_per_step,
+      # At most this many of an RL step's samples are trained on, drawn
+      # uniformly (rla_jax.rl.trainer.draw_samples); 0 = all of them.
+      "max_samples": 0,
       "micro_batch_size": micro_batch_size,
       "logprob_chunk": 128,
       # The reference re-creates AdamW every RL step; we keep it by default.

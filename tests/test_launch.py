@@ -312,6 +312,10 @@ def test_ablation_bad_preset_stage_and_seed_are_one_line(tmp_path):
     ({"env.task_types": "fly_to_moon"}, "config env.task_types='fly_to_moon'"),
     ({"env.num_slots": 1}, "config env.num_slots=1 must be >= env.num_tasks=2"),
     ({"eval.rollouts_per_game": 0}, "config eval.rollouts_per_game=0"),
+    (
+      {"optim.reward.max_samples": -1},
+      "config optim.reward.max_samples=-1 must be an int >= 0",
+    ),
     ({"reward.step_signal": "oracle"}, "config reward.step_signal='oracle'"),
     (
       {"reward.step_signal": "expert"},

@@ -10,6 +10,7 @@ from rla_jax.rl.trainer import (
   Learner,
   OptimConfig,
   Sample,
+  draw_samples,
   pack_rows,
   pack_samples,
 )
@@ -289,3 +290,21 @@ def test_target_kl_stops_the_epoch_before_an_update_past_the_limit():
         strict=True,
       ):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-6)
+
+
+def test_draw_samples_keeps_order_draws_uniformly_and_is_seeded():
+  items = list(range(10))
+  assert draw_samples(items, 0, seed=1) == items  # 0 = all
+  assert draw_samples(items, 10, seed=1) == items  # they fit
+  drawn = draw_samples(items, 4, seed=7)
+  assert len(drawn) == 4 == len(set(drawn)) and drawn == sorted(drawn)
+  assert drawn == draw_samples(items, 4, seed=7)
+  ref = sorted(np.random.default_rng(7).choice(10, size=4, replace=False))
+  assert drawn == [int(i) for i in ref]
+  # Uniform: over many seeds every item is drawn about 4/10 of the time.
+  counts = np.zeros(10)
+  for seed in range(2000):
+    counts[draw_samples(items, 4, seed=seed)] += 1
+  np.testing.assert_allclose(counts / 2000, 0.4, atol=0.05)
+  with pytest.raises(ValueError, match="max_samples must be >= 0"):
+    draw_samples(items, -1, seed=0)

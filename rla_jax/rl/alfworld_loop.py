@@ -295,7 +295,7 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
     resolution = resolve_candidates(self.pool, self.registry, rolled, step)
     judged = self._judge_used(episodes, rolled, resolution, step, t)
     samples = self._build_samples(episodes, judged, rolled, resolution)
-    metrics = self.train_models(samples, t)
+    metrics = self.train_models(samples, step, t)
     with timed(t, "adaptation"):
       proposed = self._adapt(episodes, judged, rolled, resolution, step)
     metrics.update(

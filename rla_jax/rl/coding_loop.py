@@ -370,7 +370,7 @@ class CodingLoop(LoopBase):
     played, rolled = self._roll_out(groups, step, t)
     resolution = resolve_candidates(self.pool, self.registry, rolled, step)
     samples = self._build_samples(played, rolled, resolution)
-    metrics = self.train_models(samples, t)
+    metrics = self.train_models(samples, step, t)
     self.proposal_prompt_counts = {"without_tests": 0, "too_long": 0}
     proposed = self._adapt(played, rolled, resolution, step)
     metrics.update(self._step_metrics(played, rolled, samples, proposed))

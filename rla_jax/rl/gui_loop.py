@@ -324,7 +324,7 @@ class GuiLoop(LoopBase):
       samples.reward += reward
       samples.policy_tasks_in_band += stats["policy_in_band"]
       samples.rm_tasks_in_band += stats["rm_in_band"]
-    metrics = self.train_models(samples, t)
+    metrics = self.train_models(samples, step, t)
     with timed(t, "adaptation"):
       proposed = self._adapt(episodes, scores, rolled, resolution, step)
     metrics.update(self._step_metrics(episodes, scores, mask, judged, rolled))

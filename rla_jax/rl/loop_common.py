@@ -34,9 +34,13 @@ from rla_jax.models import load_qwen
 from rla_jax.models.gguf_io import cached_gguf_dir
 from rla_jax.rl import agent_text
 from rla_jax.rl.phases import StepSamples, timed
-from rla_jax.rl.trainer import Learner, OptimConfig
+from rla_jax.rl.seeds import derive_seed
+from rla_jax.rl.trainer import Learner, OptimConfig, draw_samples
 from rla_jax.sampling.sampler import Sampler
 from rla_jax.tokenizer import load_tokenizer
+
+# The two trained models, in the order their seeds are derived.
+ROLES = ("policy", "reward")
 
 T = TypeVar("T")
 
@@ -78,6 +82,18 @@ def uses_given_models(config: ml_collections.ConfigDict) -> bool:
   return bool(config.model.policy_dir or config.model.get("gguf"))
 
 
+def check_loop_optim_keys(section, where: str) -> None:
+  """Raises ConfigError naming config `where`.<key> unless updates_per_step
+  is an int >= 1 and max_samples (when given) an int >= 0: the optimizer
+  keys the loop reads itself (OptimConfig checks the learner's)."""
+  for key, low in (("updates_per_step", 1), ("max_samples", 0)):
+    value = section.get(key, low)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+      raise ConfigError(
+        f"config {where}.{key}={value!r} must be an int >= {low}"
+      )
+
+
 def primary_builds_first(build: Callable[[], T], barrier: str) -> T:
   """build() on every process, process 0 first.
 
@@ -113,8 +129,10 @@ class LoopBase:
         max_seq_len=self.max_seq_len,
         where=f"config.optim.{role}",
       )
-      for role in ("policy", "reward")
+      for role in ROLES
     }
+    for role in ROLES:
+      check_loop_optim_keys(c.optim[role], f"optim.{role}")
     self.check_config()
     os.makedirs(workdir, exist_ok=True)
     # Library users get multi-host startup too; after the launcher's call
@@ -246,10 +264,18 @@ class LoopBase:
   def reward_sampler(self) -> Sampler:
     return self.samplers["reward"]
 
-  def train(self, role: str, samples) -> dict:
-    """One epoch of `updates_per_step` optimizer steps for `role`."""
+  def train(self, role: str, samples, step: int) -> dict:
+    """One epoch of `updates_per_step` optimizer steps for `role` over at
+    most `max_samples` of the step's samples (`draw_samples`, seeded by
+    the config seed, the step and the role)."""
     c = self.config.optim[role]
     learner = self.learners[role]
+    available = len(samples)
+    samples = draw_samples(
+      samples,
+      c.max_samples,
+      derive_seed(self.config.seed, step, 5, ROLES.index(role)),
+    )
     if c.reset_optimizer_each_step:
       learner.reset_optimizer()
     out = learner.train_epoch(
@@ -262,7 +288,11 @@ class LoopBase:
     if out:
       self.samplers[role].update_params(learner.model())
     # fewer than updates_per_step when target_kl stopped the epoch
-    metrics = {f"{role}/updates": len(out)}
+    metrics = {
+      f"{role}/updates": len(out),
+      f"{role}/samples_available": available,
+      f"{role}/samples_trained": len(samples),
+    }
     for key in ("loss", "pg_loss", "kl", "clip_frac", "grad_norm", "ratio"):
       if out:
         metrics[f"{role}/{key}"] = sum(o[key] for o in out) / len(out)
@@ -272,13 +302,15 @@ class LoopBase:
       ]
     return metrics
 
-  def train_models(self, samples: StepSamples, timings: dict) -> dict:
+  def train_models(
+    self, samples: StepSamples, step: int, timings: dict
+  ) -> dict:
     """Phase 6 of an RL step: the policy, then (reward.train_rm) the reward
     model, each for one epoch; their wall time is timings["training"]."""
     with timed(timings, "training"):
-      metrics = dict(self.train("policy", samples.policy))
+      metrics = dict(self.train("policy", samples.policy, step))
       if self.config.reward.train_rm:
-        metrics.update(self.train("reward", samples.reward))
+        metrics.update(self.train("reward", samples.reward, step))
     return metrics
 
   def _trees(self) -> dict:

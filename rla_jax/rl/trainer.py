@@ -48,7 +48,11 @@ _LOGPROB_KEYS = ("tokens", "mask", "positions", "feature_rows", "images")
 
 # Keys of a config.optim.<role> section read by the loop (LoopBase.train),
 # not by the learner.
-OPTIM_LOOP_KEYS = ("updates_per_step", "reset_optimizer_each_step")
+OPTIM_LOOP_KEYS = (
+  "updates_per_step",
+  "reset_optimizer_each_step",
+  "max_samples",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +101,24 @@ class OptimConfig:
       given={"max_seq_len": max_seq_len},
       other_keys=OPTIM_LOOP_KEYS,
     )
+
+
+def draw_samples(samples: Sequence, max_samples: int, seed: int) -> list:
+  """At most max_samples of an RL step's N training samples, drawn
+  uniformly without replacement with numpy's generator seeded `seed`, in
+  their original order (all N when max_samples is 0 or N <= max_samples).
+
+  The PPO loss is a per-sample mean, so a uniform draw is an unbiased
+  estimate of the whole step's loss at max_samples / N of the training
+  FLOPs (one forward and backward pass per drawn sample).
+  """
+  if max_samples < 0:
+    raise ValueError(f"max_samples must be >= 0, got {max_samples}")
+  if max_samples == 0 or len(samples) <= max_samples:
+    return list(samples)
+  rng = np.random.default_rng(seed)
+  keep = np.sort(rng.choice(len(samples), size=max_samples, replace=False))
+  return [samples[i] for i in keep]
 
 
 @dataclasses.dataclass
