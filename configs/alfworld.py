@@ -182,6 +182,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       "advantage": "step_index",
       "gigpo_gamma": 0.95,
       "gigpo_omega": 1.0,
+      # Step indices per task an RL step judges and trains on (whole
+      # columns of its rollouts, drawn uniformly; 0 = every step, as the
+      # paper). Judging every step cost 94 s of a 432 s step for ~1,000
+      # steps, three quarters of whose votes the 256 + 192 training draw
+      # left unused (session 16): 12 of ~40 indices judge ~30%.
+      "judged_steps_per_task": 12,
       "judge_sampling": common.sampling(0.8, 0.95),
       "max_new_tokens": 16,
       "judge_batch": 96,
@@ -210,6 +216,14 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # keeps 4 updates per step at about a third of the FLOPs.
   c.optim.policy.max_samples = 256
   c.optim.reward.max_samples = 192
+  # The ablation's imitation row (launch/ablation.py --stages=SFT): every
+  # RL step replaced by SFT on the warm start's demonstrations
+  # (rla_jax/rl/continued_sft.py) for `seconds` of wall time (the runner
+  # sets the RL stages' mean step time), or `updates` updates of
+  # batch_size demonstrations when seconds is 0.
+  c.continued_sft = ml_collections.ConfigDict(
+    {"enabled": False, "seconds": 0.0, "updates": 4, "batch_size": 16}
+  )
   c.eval = ml_collections.ConfigDict(
     {
       # rollouts_per_game: success is the mean over every (game, rollout)
@@ -298,7 +312,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # [rows, N, P, S] scores then fit (docs/MEMORY_PLAN.md).
       prefill_rows=4,
     )
-    c.reward.update(max_new_tokens=4000, judge_batch=256)
+    c.reward.update(
+      max_new_tokens=4000, judge_batch=256, judged_steps_per_task=0
+    )
     c.adaptation.update(env_model="llm")
     # Every sample, as the reference.
     c.optim.policy.update(learning_rate=1e-6, micro_batch_size=8, max_samples=0)

@@ -12,6 +12,10 @@ rows, run when named in --stages (e.g. --stages=Policy,GiGPO):
            (reward.advantage="gigpo", as verl-agent on ALFWorld)
   ExpertS  +Judge with the judge's votes replaced by the expert's step
            labels (reward.step_signal="expert"): the step signal's bound
+  SFT      continued SFT on the warm start's demonstrations in place of
+           every RL step (continued_sft.enabled), each for the mean RL
+           step time of the seed's earlier stage runs (list it after
+           them; alone it uses continued_sft.seconds or .updates)
 Writes
 ABLATION.md (table + command), ablation_curves.png and per-run workdirs.
 
@@ -76,6 +80,12 @@ EXTRA_STAGES = {
     "reward.train_rm": False,
     "adaptation.enabled": False,
   },
+  "SFT": {
+    "continued_sft.enabled": True,
+    "reward.use_judge_signal": False,
+    "reward.train_rm": False,
+    "adaptation.enabled": False,
+  },
 }
 ALL_STAGES = {**STAGES, **EXTRA_STAGES}
 
@@ -129,6 +139,7 @@ def main(argv):
     MetricsWriter,
     last_values,
     plot_ablation_curves,
+    rl_step_seconds,
     write_ablation_table,
   )
   from rla_jax.rl.loops import make_loop
@@ -144,6 +155,7 @@ def main(argv):
     fail(e)
   results, curves = {"Before": []}, {}
   before = {}  # seed -> metrics row 0 (evaluation before any update)
+  step_seconds = {}  # seed -> wall seconds of its RL stage runs' steps
   t_start = time.time()
   for stage in _STAGES.value:
     results[stage], curves[stage] = [], []
@@ -156,6 +168,10 @@ def main(argv):
       # same for every stage (deterministic), so only the first stage run
       # of a seed measures it; later stages reuse that row.
       config.eval.at_start = seed not in before
+      if stage == "SFT" and step_seconds.get(seed):
+        seconds = sum(step_seconds[seed]) / len(step_seconds[seed])
+        config.continued_sft.seconds = seconds  # the same wall time
+        log(f"ablation: SFT for {seconds:.1f} s per step (RL runs' mean)")
       workdir = os.path.join(_OUT.value, stage.strip("+"), f"seed{seed}")
       log(f"ablation: stage {stage}, seed {seed} -> {workdir}")
       try:
@@ -176,6 +192,8 @@ def main(argv):
         )
       elif not history or history[0].get("step") != 0:
         history = [before[seed]] + history
+      if stage != "SFT":
+        step_seconds.setdefault(seed, []).extend(rl_step_seconds(history))
       curves[stage].append(history)
       results[stage].append(last_values(history))
   # Table and curves in Table-1 order, whatever order the stages ran in.

@@ -32,6 +32,20 @@ TINY_QWEN3 = QwenConfig(
 )
 
 
+def tiny_qwen3_config(vocab_size: int) -> QwenConfig:
+  """A 2-layer Qwen3 of hidden 32 (4/2 heads of 8) for in-process tests."""
+  return QwenConfig(
+    "qwen3",
+    vocab_size=vocab_size,
+    hidden_size=32,
+    intermediate_size=64,
+    num_layers=2,
+    num_heads=4,
+    num_kv_heads=2,
+    head_dim=8,
+  )
+
+
 def build_hf_checkpoint(
   path: str,
   model_type: str,

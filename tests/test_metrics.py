@@ -477,6 +477,30 @@ def test_ablation_table_values(tmp_path):
   assert "sample std (ddof=1)" in text
 
 
+def test_ablation_table_states_each_change_with_its_paired_stderr(tmp_path):
+  def seed(d_id, se_id, d_ood, se_ood):
+    return {
+      "eval/in_distribution_success": 0.5,
+      "eval/in_distribution_success_change": d_id,
+      "eval/in_distribution_success_change_stderr": se_id,
+      "eval/out_of_distribution_success_change": d_ood,
+      "eval/out_of_distribution_success_change_stderr": se_ood,
+    }
+
+  results = {
+    "Before": [{"eval/in_distribution_success": 0.4}],
+    "Policy": [seed(0.10, 0.03, 0.02, 0.04), seed(0.04, 0.04, 0.0, 0.03)],
+    "+Env": [seed(0.06, 0.05, -0.01, 0.02)],
+  }
+  lines = write_ablation_table(results, str(tmp_path / "t.md")).splitlines()
+  at = lines.index("| Stage | seeds | Policy in-distribution | Policy OOD |")
+  # ID: mean 7, s.e. sqrt(3^2 + 4^2) / 2 = 2.5, std sqrt(2 * 3^2) = 4.24;
+  # OOD: mean 1, s.e. 5 / 2 = 2.5, std 1.41. One seed: no std.
+  assert lines[at + 2] == "| Policy | 2 | +7.0 (2.5; 4.2) | +1.0 (2.5; 1.4) |"
+  assert lines[at + 3] == "| +Env | 1 | +6.0 (5.0) | -1.0 (2.0) |"
+  assert len(lines) == at + 4  # Before logs no change: no row
+
+
 def test_ablation_table_rejects_bad_input(tmp_path):
   path = str(tmp_path / "t.md")
   with pytest.raises(ValueError, match=r"'Policy', seed 1.*45"):

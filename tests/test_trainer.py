@@ -3,9 +3,10 @@
 import jax
 import numpy as np
 import pytest
+from conftest import tiny_qwen3_config
 from flax import nnx
 
-from rla_jax.models import Qwen, QwenConfig
+from rla_jax.models import Qwen
 from rla_jax.rl.trainer import (
   Learner,
   OptimConfig,
@@ -17,16 +18,7 @@ from rla_jax.rl.trainer import (
 from rla_jax.sampling.sampler import Sampler
 from rla_jax.warmstart.sft import pack_sft_batch
 
-CFG = QwenConfig(
-  "qwen3",
-  vocab_size=97,
-  hidden_size=32,
-  intermediate_size=64,
-  num_layers=2,
-  num_heads=4,
-  num_kv_heads=2,
-  head_dim=8,
-)
+CFG = tiny_qwen3_config(97)
 
 
 def _samples(model, seed=0):

@@ -8,21 +8,13 @@ import dataclasses
 import jax
 import numpy as np
 import pytest
+from conftest import tiny_qwen3_config
 from flax import nnx
 
-from rla_jax.models import Qwen, QwenConfig
+from rla_jax.models import Qwen
 from rla_jax.warmstart import sft
 
-CFG = QwenConfig(
-  "qwen3",
-  vocab_size=61,
-  hidden_size=32,
-  intermediate_size=64,
-  num_layers=2,
-  num_heads=4,
-  num_kv_heads=2,
-  head_dim=8,
-)
+CFG = tiny_qwen3_config(61)
 SFT = sft.SFTConfig(
   steps=6, batch_size=4, learning_rate=1e-2, length_multiple=16
 )

@@ -4,6 +4,7 @@
 from rla_jax.metrics.ablation import (
   mean_and_sample_std,
   plot_ablation_curves,
+  rl_step_seconds,
   write_ablation_table,
 )
 from rla_jax.metrics.summary import (
@@ -22,5 +23,6 @@ __all__ = [
   "last_values",
   "write_ablation_table",
   "plot_ablation_curves",
+  "rl_step_seconds",
   "mean_and_sample_std",
 ]

@@ -42,6 +42,17 @@ def mean_and_sample_std(values: Sequence[float]) -> tuple[float, float | None]:
   return mean, math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (n - 1))
 
 
+def rl_step_seconds(history: Sequence[Mapping]) -> list[float]:
+  """Each RL step's wall seconds in a run's metrics history: time/step less
+  the evaluation it ran after the step (time/eval), for rows 1.. (row 0 is
+  the evaluation before any update)."""
+  return [
+    float(row["time/step"]) - float(row.get("time/eval", 0.0))
+    for row in history[1:]
+    if "time/step" in row
+  ]
+
+
 def _seed_values(
   stage: str, seeds: Sequence[Mapping], key: str
 ) -> list[float] | None:
@@ -73,6 +84,65 @@ def _seed_values(
   return values
 
 
+CHANGE_SPLITS = (
+  ("Policy in-distribution", "in_distribution"),
+  ("Policy OOD", "out_of_distribution"),
+)
+
+
+def mean_change(
+  seeds: Sequence[Mapping], split: str
+) -> tuple[float, float, float | None] | None:
+  """A stage's success change from the start on `split`, over S seeds that
+  each logged their paired change d_s and its paired s.e. e_s:
+  (mean_s d_s, sqrt(sum_s e_s^2) / S, sample std of d_s) - the s.e. of a
+  mean of S independent changes; None when no seed logged it."""
+  k = K.split_keys(split)
+  have = [d for d in seeds if k.change in d and k.change_stderr in d]
+  if not have:
+    return None
+  if len(have) != len(seeds):
+    raise ValueError(f"{k.change!r} is missing from some seeds")
+  changes = [float(d[k.change]) for d in have]
+  mean, std = mean_and_sample_std(changes)
+  se = math.sqrt(math.fsum(float(d[k.change_stderr]) ** 2 for d in have))
+  return mean, se / len(have), std
+
+
+def change_markdown(results: Mapping[str, Sequence[Mapping]]) -> str:
+  """Each stage's success change from its own start evaluation, in points:
+  "mean (s.e.; seeds' std)" (`mean_change`); "" when no stage has one."""
+  lines = []
+  for stage, seeds in results.items():
+    cells = []
+    for _, split in CHANGE_SPLITS:
+      c = mean_change(seeds, split)
+      if c is None:
+        cells.append("—")
+        continue
+      mean, se, std = c
+      spread = "" if std is None else f"; {100 * std:.1f}"
+      cells.append(f"{100 * mean:+.1f} ({100 * se:.1f}{spread})")
+    if any(cell != "—" for cell in cells):
+      lines.append(f"| {stage} | {len(seeds)} | " + " | ".join(cells) + " |")
+  if not lines:
+    return ""
+  head = "| Stage | seeds | " + " | ".join(t for t, _ in CHANGE_SPLITS) + " |"
+  return (
+    "\n".join(
+      [
+        "Success change from the start, in points: mean over seeds (paired "
+        "s.e. of that mean; seeds' sample std).",
+        "",
+        head,
+        "|" + "---|" * (2 + len(CHANGE_SPLITS)),
+        *lines,
+      ]
+    )
+    + "\n"
+  )
+
+
 def ablation_markdown(results: Mapping[str, Sequence[Mapping]]) -> str:
   """Table-1 markdown: one row per stage, cells
   "mean ± std" in percent (1 decimal)."""
@@ -101,7 +171,8 @@ def ablation_markdown(results: Mapping[str, Sequence[Mapping]]) -> str:
     "Values in percent: mean ± sample std (ddof=1) over seeds; no ± with one "
     "seed; — = not measured.",
   ]
-  return "\n".join(lines) + "\n"
+  changes = change_markdown(results)
+  return "\n".join(lines) + "\n" + (f"\n{changes}" if changes else "")
 
 
 def write_ablation_table(

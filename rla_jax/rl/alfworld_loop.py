@@ -29,7 +29,7 @@ import numpy as np
 from rla_jax.envs.alfworld import generate_split
 from rla_jax.envs.alfworld.generator import check_task_types
 from rla_jax.errors import ConfigError
-from rla_jax.rl import evaluation
+from rla_jax.rl import continued_sft, evaluation
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.alfworld_evaluation import AlfWorldEvaluation
 from rla_jax.rl.alfworld_rollout import (
@@ -40,6 +40,7 @@ from rla_jax.rl.alfworld_rollout import (
   rollout_episodes,
 )
 from rla_jax.rl.env_model import LLMEnvModel, RuleBasedEnvModel, build_feedback
+from rla_jax.rl.judge_votes import draw_step_columns
 from rla_jax.rl.loop_common import LoopBase, uses_given_models
 from rla_jax.rl.phases import (
   Resolution,
@@ -104,13 +105,17 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
     return self.warm_start.model_dirs()
 
   def fingerprint_fields(self) -> dict:
-    return {
+    fields = {
       **super().fingerprint_fields(),
       # Not its directory: the same warm start may live elsewhere.
       "warmstart": {
         k: v for k, v in self.config.warmstart.to_dict().items() if k != "dir"
       },
     }
+    sft = self.config.get("continued_sft")
+    if sft is not None and sft.enabled:  # (RL runs keep their fingerprint)
+      fields["continued_sft"] = sft.to_dict()
+    return fields
 
   @property
   def history_steps(self) -> int | None:
@@ -130,6 +135,11 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
         "the expert's step labels: set reward.train_rm=False"
       )
     parse_task_types(e.task_types)
+    j = r.judged_steps_per_task
+    if isinstance(j, bool) or not isinstance(j, int) or j < 0:
+      raise ConfigError(
+        f"config reward.judged_steps_per_task={j!r} must be an int >= 0"
+      )
     if e.num_tasks < 1 or e.num_slots < e.num_tasks:
       raise ConfigError(
         f"config env.num_slots={e.num_slots} must be >= "
@@ -141,8 +151,27 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
       raise ConfigError(
         f"config eval.rollouts_per_game={k!r} must be an int >= 1"
       )
+    self._check_continued_sft()
     if not uses_given_models(self.config):
       self.warm_start = self.find_warm_start()
+
+  def _check_continued_sft(self) -> None:
+    sft = self.config.get("continued_sft")
+    if sft is None or not sft.enabled:
+      return
+    if uses_given_models(self.config):
+      raise ConfigError(
+        "config continued_sft.enabled: the demonstrations come from the "
+        "warm start's build config; given model dirs have none"
+      )
+    for key, low in (("seconds", 0), ("updates", 1), ("batch_size", 1)):
+      value = sft[key]
+      if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"config continued_sft.{key}={value!r}: not a number")
+      if value < low:
+        raise ConfigError(
+          f"config continued_sft.{key}={value!r} must be >= {low}"
+        )
 
   def find_warm_start(self) -> WarmStart:
     """The warm start in config.warmstart.dir, checked against this run's
@@ -266,7 +295,7 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
       phase=phase,
     )
 
-  def _judge(self, episodes, seed, include=None):
+  def _judge(self, episodes, seed, include=None, chosen=None):
     c = self.config
     return judge_episodes(
       episodes,
@@ -277,6 +306,7 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
       params=self._sampling(c.reward.judge_sampling),
       batch_size=c.reward.judge_batch,
       include=include,
+      chosen=chosen,
       progress=self.progress.phase,
     )
 
@@ -286,6 +316,8 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
     draw tasks, roll out, resolve candidates, judge, build samples, train,
     adapt, step metrics. All randomness comes from (seed, step)."""
     c, t = self.config, {}  # t: {phase: wall seconds}
+    if c.get("continued_sft") is not None and c.continued_sft.enabled:
+      return self._continued_sft_step(step)
     self._ensure_rm_reference(t)
     drawn = self.pool.sample_active(
       c.env.num_tasks, np.random.default_rng([c.seed, step, 4])
@@ -303,6 +335,25 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
         episodes, judged, rolled, resolution, samples, proposed
       )
     )
+    metrics.update(timing_metrics(t))
+    return metrics
+
+  def _continued_sft_step(self, step: int) -> dict:
+    """The imitation baseline's step (`rla_jax.rl.continued_sft`): SFT
+    updates on the warm start's demonstrations instead of an RL step."""
+    t = {}
+    with timed(t, "training"):
+      if getattr(self, "_demos", None) is None:
+        self._demos = continued_sft.demonstration_samples(
+          self.warm_start.report["config"], self.tokenizer
+        )
+      metrics = continued_sft.continued_sft_step(
+        self.learners["policy"],
+        self._demos,
+        continued_sft.ContinuedSFTConfig.from_config(self.config.continued_sft),
+        np.random.default_rng([self.config.seed, step, 6]),
+      )
+      self.policy_sampler.update_params(self.learners["policy"].model())
     metrics.update(timing_metrics(t))
     return metrics
 
@@ -331,9 +382,10 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
   def _judge_used(
     self, episodes, rolled: StepRollouts, resolution: Resolution, step, timings
   ) -> StepJudgements:
-    """Phase 4: reward.m judgements of every step of the episodes used
-    (active tasks and accepted candidates), if anything reads them; their
-    wall time is timings["rm_sampling"]."""
+    """Phase 4: reward.m judgements of the steps of the episodes used
+    (active tasks and accepted candidates), if anything reads them: every
+    step, or reward.judged_steps_per_task step indices of each task
+    (`draw_step_columns`); their wall time is timings["rm_sampling"]."""
     c = self.config
     if c.reward.step_signal == "expert":
       return self._expert_step_signal(episodes, timings)
@@ -346,8 +398,18 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
         for g, rows in zip(rolled.groups, rolled.rows, strict=True)
         for _ in rows
       ]
+      # The steps this RL step trains on, if not all (the judge's cost):
+      # whole step-index columns of every group.
+      chosen = draw_step_columns(
+        rolled.rows,
+        [e.num_steps for e in episodes],
+        c.reward.judged_steps_per_task,
+        np.random.default_rng([c.seed, step, 7]),
+      )
       judged = (
-        self._judge(episodes, derive_seed(c.seed, step, 2), include=used)
+        self._judge(
+          episodes, derive_seed(c.seed, step, 2), include=used, chosen=chosen
+        )
         if need_judge
         else None
       )

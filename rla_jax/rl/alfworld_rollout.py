@@ -268,19 +268,20 @@ def judge_episodes(
   params: SamplingParams,
   batch_size: int = 64,
   include: Sequence[bool] | None = None,
+  chosen: np.ndarray | None = None,
   progress: ProgressFn | None = None,
 ) -> Judgements:
   """Samples m judgements for every step of every episode (or of the
-  episodes with include[n] true; the others get mask False and score 0);
-  progress, if given, is told after every sampler call how many of the
-  judged steps are done."""
+  episodes with include[n] true, and only their steps with chosen[n, k]
+  true; the others get mask False and score 0); progress, if given, is
+  told after every sampler call how many of the judged steps are done."""
   if include is not None and len(include) != len(episodes):
     raise ValueError(
       f"judge_episodes: {len(include)} include flags for "
       f"{len(episodes)} episodes"
     )
   num_steps = [e.num_steps for e in episodes]
-  jobs, mask = judged_steps(num_steps, include)
+  jobs, mask = judged_steps(num_steps, include, chosen)
   prompt_ids = [[None] * s for s in num_steps]
   for n, k in jobs:
     e = episodes[n]

@@ -26,18 +26,46 @@ class Votes:
 
 
 def judged_steps(
-  num_steps: Sequence[int], include: Sequence[bool] | None = None
+  num_steps: Sequence[int],
+  include: Sequence[bool] | None = None,
+  chosen: np.ndarray | None = None,
 ) -> tuple[list[tuple[int, int]], np.ndarray]:
   """The steps to judge: jobs (n, k) for every step k of every episode n
-  with include[n] (every episode where include is None), episode by
-  episode, and their mask [N, K] (K = the most steps, at least 1)."""
+  with include[n] (every episode where include is None) and chosen[n, k]
+  (every step where chosen is None), episode by episode, and their mask
+  [N, K] (K = the most steps, at least 1)."""
   mask = np.zeros((len(num_steps), max(list(num_steps) + [1])), bool)
-  jobs = []
   for n, steps in enumerate(num_steps):
     if include is None or include[n]:
       mask[n, :steps] = True
-      jobs += [(n, k) for k in range(steps)]
+  if chosen is not None:
+    mask &= np.asarray(chosen, bool)[:, : mask.shape[1]]
+  jobs = [(int(n), int(k)) for n, k in zip(*np.nonzero(mask), strict=True)]
   return jobs, mask
+
+
+def draw_step_columns(
+  rows: Sequence[Sequence[int]],
+  num_steps: Sequence[int],
+  per_task: int,
+  rng: np.random.Generator,
+) -> np.ndarray:
+  """[N, K] bool, the steps an RL step judges and trains on: for each task
+  group (rows[i]: its episodes' indices), up to per_task step indices k
+  drawn uniformly without replacement from 0..K_i - 1 (K_i its longest
+  episode), marked for every episode of the group that reached k; every
+  step when per_task is 0. Whole columns keep the step-index groups of
+  `standardize_by_step_index` intact (K = the most steps, at least 1)."""
+  mask = np.zeros((len(num_steps), max(list(num_steps) + [1])), bool)
+  for group in rows:
+    longest = max([num_steps[n] for n in group] + [0])
+    if per_task == 0 or longest <= per_task:
+      columns = np.arange(longest)
+    else:
+      columns = rng.choice(longest, size=per_task, replace=False)
+    for n in group:
+      mask[n, columns[columns < num_steps[n]]] = True
+  return mask
 
 
 def sample_votes(

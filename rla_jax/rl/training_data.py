@@ -41,6 +41,7 @@ REWARD_LOOP_KEYS = (
   "max_new_tokens",
   "judge_batch",
   "step_signal",
+  "judged_steps_per_task",
 )
 STEP_SIGNALS = ("judge", "expert")
 

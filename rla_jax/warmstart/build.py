@@ -44,7 +44,12 @@ from rla_jax.warmstart.config import (
   policy_stages_hash,
   resolve_config,
 )
-from rla_jax.warmstart.data import WarmStartData, make_data, tokenizer_corpus
+from rla_jax.warmstart.data import (
+  WarmStartData,
+  make_data,
+  policy_samples,
+  tokenizer_corpus,
+)
 from rla_jax.warmstart.directory import MARKER
 from rla_jax.warmstart.stages import (
   StageClock,
@@ -132,21 +137,6 @@ def _play(model, tok, games, ev, history_steps, seed):
   )
 
 
-def _policy_samples(tok, data: WarmStartData, cfg) -> list[tuple]:
-  """Policy SFT samples; each example enters the pool `repeats` times."""
-  weight = float(cfg["policy_sft"]["answer_weight"])
-  repeats = demos.verb_balance_repeats(
-    data.demo_eps, float(cfg["demo_verb_balance"])
-  )
-  out = []
-  for e, r in zip(data.pol_ex, repeats, strict=True):
-    sample = drills.boxed_answer_sample(
-      tok, e.prompt_text, e.response_text, weight
-    )
-    out += [sample] * r
-  return out
-
-
 def _drill_samples(tok, data: WarmStartData, cfg) -> list[tuple]:
   d = cfg["drill"]
   cand_lists = [
@@ -212,6 +202,76 @@ def reused_policy(source: str, policy_key: str) -> ReusedPolicy:
   )
 
 
+def _policy_stage(store, policy_key, drill, tok, data, cfg, log):
+  """Stage policy_sft: the drill base fine-tuned on the demonstrations,
+  probed (and checkpointed) every eval_every steps; (model, its curves)."""
+  ps = cfg["policy_sft"]
+  return train_stage(
+    store,
+    "policy_sft",
+    policy_key,
+    drill.model,
+    policy_samples(tok, data, cfg),
+    sft_config(ps),
+    int(cfg["seed"]) + 1,
+    tok.pad_token_id,
+    log,
+    probe=_policy_probe(cfg, tok, data.select_games)
+    if int(ps["eval_every"])
+    else None,
+    checkpoint_every=int(ps["eval_every"]) or 0,
+  )
+
+
+@dataclasses.dataclass(frozen=True)
+class JudgeStage:
+  """Stage rm_sft's result: the judge, its curves, the policy's own steps
+  it was probed on, and how many labelled examples it trained on."""
+
+  model: Qwen
+  info: dict
+  probe_records: list
+  num_examples: int
+
+
+def _judge_stage(store, digest, drill, policy, tok, data, cfg, log):
+  """Stage rm_sft: the judge (from rm_init: the drill base, the policy or
+  scratch) fine-tuned on the labelled judge examples, probed on
+  rm_max_steps of the policy's own steps in the judge games."""
+  seed, ev, rs = int(cfg["seed"]), cfg["eval"], cfg["rm_sft"]
+  own = _play(
+    policy, tok, data.judge_games, ev, cfg["history_steps"], seed + 23
+  )["records"]
+  rm_init = {
+    "drill": drill.model,
+    "policy": lambda: policy,
+    "scratch": lambda: Qwen(model_config(cfg, tok), rngs=nnx.Rngs(seed + 7)),
+  }[cfg["rm_init"]]
+  rm_samples = [
+    drills.boxed_answer_sample(
+      tok, e.prompt_text, e.response_text, float(rs["answer_weight"])
+    )
+    for e in data.judge_ex
+  ]
+  probe_records = _sample_records(own, int(ev["rm_max_steps"]), seed)
+  reward, rm_info = train_stage(
+    store,
+    "rm_sft",
+    digest,
+    rm_init,
+    rm_samples,
+    sft_config(rs),
+    seed + 2,
+    tok.pad_token_id,
+    log,
+    probe=_judge_probe(cfg, tok, probe_records)
+    if int(rs["eval_every"])
+    else None,
+    checkpoint_every=int(rs["eval_every"]) or 0,
+  )
+  return JudgeStage(reward, rm_info, probe_records, len(rm_samples))
+
+
 def build_warm_start(
   cfg,
   out_dir: str,
@@ -245,14 +305,13 @@ def build_warm_start(
       f"[warmstart] stage policy_sft: taken from {reused.source} (config "
       f"{reused.config_hash[:12]}, same drill and policy settings)"
     )
-  seed, clock = int(cfg["seed"]), StageClock(log)
+  clock = StageClock(log)
   data = make_data(cfg)
   clock.lap("data")
 
   tok_dir = os.path.join(out_dir, "tokenizer")
   train_bpe_tokenizer(tokenizer_corpus(data), int(cfg["vocab_size"]), tok_dir)
   tok = load_tokenizer(tok_dir)
-  pad = tok.pad_token_id
   clock.lap("tokenizer")
 
   model_cfg = model_config(cfg, tok)
@@ -260,57 +319,69 @@ def build_warm_start(
   if store.done("policy_sft", policy_key) is None:
     drill.model()
   clock.lap("drill")
-  ps = cfg["policy_sft"]
-  policy, policy_info = train_stage(
-    store,
-    "policy_sft",
-    policy_key,
-    drill.model,
-    _policy_samples(tok, data, cfg),
-    sft_config(ps),
-    seed + 1,
-    pad,
-    log,
-    probe=_policy_probe(cfg, tok, data.select_games)
-    if int(ps["eval_every"])
-    else None,
-    checkpoint_every=int(ps["eval_every"]) or 0,
+  policy, policy_info = _policy_stage(
+    store, policy_key, drill, tok, data, cfg, log
   )
   clock.lap("policy_sft")
-
-  ev, H = cfg["eval"], cfg["history_steps"]
-  own = _play(policy, tok, data.judge_games, ev, H, seed + 23)["records"]
-  rs = cfg["rm_sft"]
-  rm_init = {
-    "drill": drill.model,
-    "policy": lambda: policy,
-    "scratch": lambda: Qwen(model_cfg, rngs=nnx.Rngs(seed + 7)),
-  }[cfg["rm_init"]]
-  rm_samples = [
-    drills.boxed_answer_sample(
-      tok, e.prompt_text, e.response_text, float(rs["answer_weight"])
-    )
-    for e in data.judge_ex
-  ]
-  probe_records = _sample_records(own, int(ev["rm_max_steps"]), seed)
-  reward, rm_info = train_stage(
-    store,
-    "rm_sft",
-    digest,
-    rm_init,
-    rm_samples,
-    sft_config(rs),
-    seed + 2,
-    pad,
-    log,
-    probe=_judge_probe(cfg, tok, probe_records)
-    if int(rs["eval_every"])
-    else None,
-    checkpoint_every=int(rs["eval_every"]) or 0,
-  )
+  judge = _judge_stage(store, digest, drill, policy, tok, data, cfg, log)
   clock.lap("rm_sft")
+  metrics = _evaluate(policy, judge, drill, reused, tok, data, cfg, log)
+  clock.lap("eval")
+  save_qwen(policy, os.path.join(out_dir, "policy"), tokenizer=tok)
+  save_qwen(judge.model, os.path.join(out_dir, "reward"), tokenizer=tok)
+  clock.lap("save")
+  times = clock.finish()
+  report = _report(
+    cfg, digest, times, data, policy, policy_info, judge, drill, reused
+  )
+  report.update(metrics)
+  write_marker(out_dir, digest, cfg, report, provenance)
+  log(f"[warmstart] done in {times['total']:.1f}s: {json.dumps(times)}")
+  return {
+    "tokenizer_dir": tok_dir,
+    "policy_dir": os.path.join(out_dir, "policy"),
+    "reward_dir": os.path.join(out_dir, "reward"),
+    "report": report,
+  }
 
-  metrics = _final_metrics(policy, reward, tok, data, cfg, probe_records, log)
+
+def _report(
+  cfg, digest, times, data, policy, policy_info, judge, drill, reused
+):
+  """The provenance report's build part: config, hash, stage times, data,
+  sizes, curves (and where a reused policy stage came from)."""
+  report = {
+    "config": cfg,
+    "config_hash": digest,
+    "timings_s": times,
+    "cache_hit": False,
+    "data": data.summary(),
+    "num_policy_examples": len(data.pol_ex),
+    "num_rm_examples": judge.num_examples,
+    "num_params": int(sum(x.size for x in jax_leaves(policy))),
+    "curves": {
+      "drill": drill.info(reused),
+      "policy_sft": policy_info,
+      "rm_sft": judge.info,
+    },
+  }
+  if reused is not None:
+    report["reused"] = {
+      "policy_sft": {
+        "from": reused.source,
+        "config_hash": reused.config_hash,
+        "provenance": reused.provenance,
+      }
+    }
+  return report
+
+
+def _evaluate(policy, judge: JudgeStage, drill, reused, tok, data, cfg, log):
+  """The final metrics (`_final_metrics`) with the policy's held-out losses
+  before and after SFT."""
+  metrics = _final_metrics(
+    policy, judge.model, tok, data, cfg, judge.probe_records, log
+  )
   # The drill base's held-out loss: measured here when the drill stage ran
   # (or was kept) in this work dir, else by the build the policy came from
   # (the same base: the drill's settings are part of policy_stages_hash).
@@ -321,44 +392,7 @@ def build_warm_start(
   metrics["policy"].update(
     _heldout_losses(drill.model, policy, tok, data, cfg, log, before)
   )
-  clock.lap("eval")
-
-  save_qwen(policy, os.path.join(out_dir, "policy"), tokenizer=tok)
-  save_qwen(reward, os.path.join(out_dir, "reward"), tokenizer=tok)
-  clock.lap("save")
-  times = clock.finish()
-  report = {
-    "config": cfg,
-    "config_hash": digest,
-    "timings_s": times,
-    "cache_hit": False,
-    "data": data.summary(),
-    "num_policy_examples": len(data.pol_ex),
-    "num_rm_examples": len(rm_samples),
-    "num_params": int(sum(x.size for x in jax_leaves(policy))),
-    "curves": {
-      "drill": drill.info(reused),
-      "policy_sft": policy_info,
-      "rm_sft": rm_info,
-    },
-    **metrics,
-  }
-  if reused is not None:
-    report["reused"] = {
-      "policy_sft": {
-        "from": reused.source,
-        "config_hash": reused.config_hash,
-        "provenance": reused.provenance,
-      }
-    }
-  write_marker(out_dir, digest, cfg, report, provenance)
-  log(f"[warmstart] done in {times['total']:.1f}s: {json.dumps(times)}")
-  return {
-    "tokenizer_dir": tok_dir,
-    "policy_dir": os.path.join(out_dir, "policy"),
-    "reward_dir": os.path.join(out_dir, "reward"),
-    "report": report,
-  }
+  return metrics
 
 
 class _DrillBase:

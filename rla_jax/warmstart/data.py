@@ -15,7 +15,7 @@ import numpy as np
 from rla_jax.envs.alfworld import Game, describe_game_for_proposal
 from rla_jax.envs.alfworld.generator import generate_split
 from rla_jax.rl import agent_text, prompts
-from rla_jax.warmstart import demos
+from rla_jax.warmstart import demos, drills
 
 
 @dataclasses.dataclass
@@ -167,3 +167,18 @@ def tokenizer_corpus(data: WarmStartData) -> list[str]:
     )
   texts += [agent_text.judge_response_text(s) for s in (1, -1)]
   return texts
+
+
+def policy_samples(tok, data: WarmStartData, cfg) -> list[tuple]:
+  """Policy SFT samples; each example enters the pool `repeats` times."""
+  weight = float(cfg["policy_sft"]["answer_weight"])
+  repeats = demos.verb_balance_repeats(
+    data.demo_eps, float(cfg["demo_verb_balance"])
+  )
+  out = []
+  for e, r in zip(data.pol_ex, repeats, strict=True):
+    sample = drills.boxed_answer_sample(
+      tok, e.prompt_text, e.response_text, weight
+    )
+    out += [sample] * r
+  return out
