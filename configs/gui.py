@@ -118,6 +118,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       "advantage": "step_index",
       "gigpo_gamma": 0.95,
       "gigpo_omega": 1.0,
+      "rm_balance_outcomes": False,  # as the reference
       "m": 2,
       "train_rm": True,
       "judge_sampling": common.sampling(1.0),

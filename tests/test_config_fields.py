@@ -82,8 +82,11 @@ def test_reward_config_keeps_the_hand_copied_values(preset):
     use_judge_signal=section.use_judge_signal,
     policy_band=tuple(section.policy_band),
     rm_band=tuple(section.rm_band),
+    rm_balance_outcomes=section.rm_balance_outcomes,
   )
   assert cfg == hand_copied
+  # The reference's unweighted judge training in the paper preset.
+  assert cfg.rm_balance_outcomes == (preset != "paper")
   assert (cfg.lone_step, cfg.drop_zero_advantage) == ("raw", True)
   hash(cfg)  # frozen, with tuple bands
 

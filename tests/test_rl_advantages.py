@@ -10,6 +10,7 @@ from rla_jax.rl.advantages import (
   accuracy_in_band,
   consistency_feedback_rewards,
   group_zscore,
+  outcome_balance_weights,
   policy_sample_keep_mask,
   standardize_by_step_index,
   standardize_over_judgements,
@@ -211,3 +212,23 @@ def test_consistency_feedback_rejects_bad_shapes_and_scores():
     consistency_feedback_rewards(
       np.zeros((1, 1)), np.full((1, 1, 3), 5), np.ones((1, 1), bool)
     )
+
+
+def test_outcome_balance_weights_hand_computed():
+  won = np.array([True, False, False])
+  keep = np.zeros((3, 4, 3), bool)
+  keep[0, 0, :2] = True  # 2 samples from the won episode
+  keep[1, :, 0] = True  # 4 + 2 = 6 from the lost ones
+  keep[2, :2, 1] = True
+  w = outcome_balance_weights(won, keep)
+  # n = 8: won 8 / (2 * 2) = 2, lost 8 / (2 * 6) = 2/3; each class sums to 4.
+  np.testing.assert_allclose(w, [2.0, 2 / 3, 2 / 3])
+  per_episode = keep.reshape(3, -1).sum(1)
+  assert np.isclose((w * per_episode)[won].sum(), (w * per_episode)[~won].sum())
+  # One class only (or nothing kept): unweighted.
+  np.testing.assert_array_equal(
+    outcome_balance_weights(won, keep & ~won[:, None, None]), 1.0
+  )
+  np.testing.assert_array_equal(
+    outcome_balance_weights(won, np.zeros_like(keep)), 1.0
+  )

@@ -286,3 +286,31 @@ def gigpo_advantages(
     discounted_outcome_returns(outcome, m, gamma), state_ids, m, eps
   )
   return np.where(m, episode + omega * step, 0.0)
+
+
+def outcome_balance_weights(won, keep) -> np.ndarray:
+  """Per-episode weights that give won and lost episodes equal shares of a
+  task's reward-model samples (a deliberate deviation from the reference).
+
+  Failed episodes run to the step cap while successes end early, so most
+  consistency-feedback samples (`standardize_over_judgements`) come from
+  failures, where every mixed vote is pushed to -1: the judge drifts to a
+  constant -1. With n_c kept samples from episodes of outcome class c
+  (won or lost) and n = n_won + n_lost:
+    w[i] = n / (2 * n_{class(i)})   when both classes have samples,
+    w[i] = 1                        otherwise.
+  So sum over kept samples of w is n, split evenly between the classes.
+
+  Args:
+    won: [N] bool, the episodes' outcomes.
+    keep: [N, K, M] bool, the kept samples.
+  Returns:
+    [N] float64 weights.
+  """
+  won = np.asarray(won, bool)
+  per_episode = np.asarray(keep, bool).reshape(len(won), -1).sum(1)
+  n_won, n_lost = int(per_episode[won].sum()), int(per_episode[~won].sum())
+  if n_won == 0 or n_lost == 0:
+    return np.ones(len(won))
+  total = n_won + n_lost
+  return np.where(won, total / (2 * n_won), total / (2 * n_lost))

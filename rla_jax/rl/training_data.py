@@ -25,6 +25,7 @@ from rla_jax.rl.advantages import (
   accuracy_in_band,
   consistency_feedback_rewards,
   gigpo_advantages,
+  outcome_balance_weights,
   policy_sample_keep_mask,
   standardize_by_step_index,
   standardize_over_judgements,
@@ -58,7 +59,9 @@ class RewardConfig:
   samples with A == 0; advantage: "step_index" (the paper's per-step-index
   z-score of R, `standardize_by_step_index`) or "gigpo" (outcome-only
   step credit through anchor states, `gigpo_advantages`, with gigpo_gamma
-  and gigpo_omega; needs use_judge_signal False).
+  and gigpo_omega; needs use_judge_signal False); rm_balance_outcomes:
+  weight the reward model's advantages so won and lost episodes count
+  equally (`outcome_balance_weights`; the reference does not).
   """
 
   lam: float = 1.0
@@ -70,6 +73,7 @@ class RewardConfig:
   advantage: str = "step_index"
   gigpo_gamma: float = 0.95
   gigpo_omega: float = 1.0
+  rm_balance_outcomes: bool = False
 
   @classmethod
   def from_config(
@@ -184,6 +188,8 @@ def task_samples(
     stats["rm_in_band"] = True
     raw = consistency_feedback_rewards(R, S, M)
     A_rm, keep = standardize_over_judgements(raw, M)
+    if cfg.rm_balance_outcomes:
+      A_rm = A_rm * outcome_balance_weights(won, keep)[:, None, None]
     for n, row in enumerate(rows):
       for k in range(eps[n].num_steps):
         for j in range(S.shape[2]):
