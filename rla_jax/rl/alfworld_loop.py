@@ -23,6 +23,7 @@ phases in the order the code runs them (`rla_jax.rl.phases`):
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -151,27 +152,9 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
       raise ConfigError(
         f"config eval.rollouts_per_game={k!r} must be an int >= 1"
       )
-    self._check_continued_sft()
+    continued_sft.check_settings(self.config, uses_given_models(self.config))
     if not uses_given_models(self.config):
       self.warm_start = self.find_warm_start()
-
-  def _check_continued_sft(self) -> None:
-    sft = self.config.get("continued_sft")
-    if sft is None or not sft.enabled:
-      return
-    if uses_given_models(self.config):
-      raise ConfigError(
-        "config continued_sft.enabled: the demonstrations come from the "
-        "warm start's build config; given model dirs have none"
-      )
-    for key, low in (("seconds", 0), ("updates", 1), ("batch_size", 1)):
-      value = sft[key]
-      if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"config continued_sft.{key}={value!r}: not a number")
-      if value < low:
-        raise ConfigError(
-          f"config continued_sft.{key}={value!r} must be >= {low}"
-        )
 
   def find_warm_start(self) -> WarmStart:
     """The warm start in config.warmstart.dir, checked against this run's
@@ -338,18 +321,21 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
     metrics.update(timing_metrics(t))
     return metrics
 
+  @functools.cached_property
+  def demonstrations(self) -> list:
+    """The warm start's policy SFT samples (`continued_sft`), made once."""
+    return continued_sft.demonstration_samples(
+      self.warm_start.report["config"], self.tokenizer
+    )
+
   def _continued_sft_step(self, step: int) -> dict:
     """The imitation baseline's step (`rla_jax.rl.continued_sft`): SFT
     updates on the warm start's demonstrations instead of an RL step."""
     t = {}
     with timed(t, "training"):
-      if getattr(self, "_demos", None) is None:
-        self._demos = continued_sft.demonstration_samples(
-          self.warm_start.report["config"], self.tokenizer
-        )
       metrics = continued_sft.continued_sft_step(
         self.learners["policy"],
-        self._demos,
+        self.demonstrations,
         continued_sft.ContinuedSFTConfig.from_config(self.config.continued_sft),
         np.random.default_rng([self.config.seed, step, 6]),
       )

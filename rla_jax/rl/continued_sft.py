@@ -13,7 +13,9 @@ with advantage 1 has the gradient of the response tokens' mean
 log-likelihood (the clip and the k3 KL term are flat there), so the update
 is an SFT step with the RL optimizer. Unlike the warm-start build's SFT it
 weights every response token alike (no extra weight on the answer, no
-prompt loss).
+prompt loss). With a wall-time budget the number of updates depends on
+the machine, so a resumed run is not update for update the uninterrupted
+one; with a number of updates it is (the draws are seeded per RL step).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from rla_jax.errors import ConfigError
 from rla_jax.rl.trainer import Learner, Sample
 
 
@@ -39,11 +42,35 @@ class ContinuedSFTConfig:
 
   @classmethod
   def from_config(cls, section) -> ContinuedSFTConfig:
+    """From config.continued_sft; ConfigError naming a bad key."""
+    for key, low in (("seconds", 0), ("updates", 1), ("batch_size", 1)):
+      value = section[key]
+      if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"config continued_sft.{key}={value!r}: not a number")
+      if value < low:
+        raise ConfigError(
+          f"config continued_sft.{key}={value!r} must be >= {low}"
+        )
     return cls(
       seconds=float(section.seconds),
       updates=int(section.updates),
       batch_size=int(section.batch_size),
     )
+
+
+def check_settings(config, given_models: bool) -> None:
+  """Raises ConfigError naming the key when config.continued_sft is
+  enabled with bad values, or with given model dirs (the demonstrations
+  come from a warm start's build config)."""
+  section = config.get("continued_sft")
+  if section is None or not section.enabled:
+    return
+  if given_models:
+    raise ConfigError(
+      "config continued_sft.enabled: the demonstrations come from the "
+      "warm start's build config; given model dirs have none"
+    )
+  ContinuedSFTConfig.from_config(section)
 
 
 def demonstration_samples(warm_start_config: dict, tokenizer) -> list[Sample]:
