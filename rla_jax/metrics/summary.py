@@ -98,12 +98,17 @@ def last_values(history: Sequence[dict]) -> dict[str, float]:
   return out
 
 
+def logged_keys(history: Sequence[dict]) -> set[str]:
+  """Every key any entry of the history logged."""
+  return {k for entry in history for k in entry}
+
+
 def summary_keys(
   history: Sequence[dict], expected: Sequence[str] = K.SUMMARY_KEYS
 ) -> list[str]:
   """The expected keys present in the history, then the other
   OPTIONAL_SUMMARY_KEYS present, then every train/* key, sorted."""
-  present = {k for entry in history for k in entry}
+  present = logged_keys(history)
   train = sorted(k for k in present if k.startswith(K.TRAIN_PREFIX))
   first = list(expected) + [
     k for k in K.OPTIONAL_SUMMARY_KEYS if k not in expected
@@ -166,8 +171,7 @@ def summary_markdown(
       "",
       *[f"- {line}" for line in changes],
     ]
-  present = {k for entry in history for k in entry}
-  missing = [k for k in expected if k not in present]
+  missing = [k for k in expected if k not in logged_keys(history)]
   if missing:
     lines += ["", "Not logged: " + ", ".join(missing) + "."]
   return "\n".join(lines) + "\n"
@@ -187,7 +191,7 @@ def paired_change_lines(history: Sequence[dict]) -> list[str]:
   """
   check_history(history, "paired_change_lines")
   lines = []
-  for metric in K.change_metrics({k for entry in history for k in entry}):
+  for metric in K.change_metrics(logged_keys(history)):
     k = K.keys_of_change(metric)
     steps, _ = metric_series(history, k.change)
     if not steps:
