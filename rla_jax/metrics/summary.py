@@ -171,7 +171,8 @@ def summary_markdown(
       "",
       *[f"- {line}" for line in changes],
     ]
-  missing = [k for k in expected if k not in logged_keys(history)]
+  present = logged_keys(history)
+  missing = [k for k in expected if k not in present]
   if missing:
     lines += ["", "Not logged: " + ", ".join(missing) + "."]
   return "\n".join(lines) + "\n"
