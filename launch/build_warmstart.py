@@ -23,10 +23,8 @@ is refused unless --overwrite.
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
-import subprocess
 import sys
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,6 +39,7 @@ from launch.cli import (
   fail,
   log,
   parse_flags_or_fail,
+  provenance,
   resolve_config_arg,
 )
 from rla_jax.errors import ConfigError
@@ -70,32 +69,6 @@ _OVERWRITE = flags.DEFINE_bool(
 )
 
 _ARGV: list[str] = []  # the command as typed (before --config is rewritten)
-
-
-def _git(*args: str) -> str | None:
-  try:
-    out = subprocess.run(
-      ["git", *args], cwd=_REPO, capture_output=True, text=True, timeout=30
-    )
-  except (OSError, subprocess.SubprocessError):
-    return None
-  return out.stdout if out.returncode == 0 else None
-
-
-def provenance(argv: list[str]) -> dict:
-  """How this build was made: the command, the repository's commit
-  ("unknown" outside a git checkout), whether its tree had uncommitted
-  changes (None when unknown) and the UTC date."""
-  commit = (_git("rev-parse", "HEAD") or "").strip() or "unknown"
-  status = _git("status", "--porcelain")
-  return {
-    "command": " ".join(["python", *argv]),
-    "commit": commit,
-    "dirty": None if status is None else bool(status.strip()),
-    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-      timespec="seconds"
-    ),
-  }
 
 
 def check_out_dir(out_dir: str, digest: str, overwrite: bool) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import os
+import subprocess
 import sys
 from typing import NoReturn
 
@@ -101,3 +103,29 @@ def fail(e: BaseException, key_error_prefix: str = "") -> NoReturn:
     msg = key_error_prefix + msg
   print(f"error: {msg}", file=sys.stderr, flush=True)
   sys.exit(2)
+
+
+def _git(*args: str) -> str | None:
+  try:
+    out = subprocess.run(
+      ["git", *args], cwd=_REPO, capture_output=True, text=True, timeout=30
+    )
+  except (OSError, subprocess.SubprocessError):
+    return None
+  return out.stdout if out.returncode == 0 else None
+
+
+def provenance(argv: list[str]) -> dict:
+  """How this build was made: the command, the repository's commit
+  ("unknown" outside a git checkout), whether its tree had uncommitted
+  changes (None when unknown) and the UTC date."""
+  commit = (_git("rev-parse", "HEAD") or "").strip() or "unknown"
+  status = _git("status", "--porcelain")
+  return {
+    "command": " ".join(["python", *argv]),
+    "commit": commit,
+    "dirty": None if status is None else bool(status.strip()),
+    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+      timespec="seconds"
+    ),
+  }

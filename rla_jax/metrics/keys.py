@@ -21,6 +21,11 @@ ENV_ACCEPTED_TOTAL = "env/accepted_total"
 TRAIN_ROLLOUT_ACCURACY = "train/rollout_accuracy"
 # Wall time (seconds) of one evaluation, all splits and the judge's part.
 EVAL_SECONDS = "eval/seconds"
+# 1 when the start evaluation's row is the recorded one
+# (rla_jax/rl/start_evaluation.py), checked by replaying this many runs of
+# each split.
+EVAL_START_RECORDED = "eval/start_recorded"
+EVAL_START_CHECK_RUNS = "eval/start_check_runs"
 SUCCESS_SUFFIX = "_success"
 CHANGE_SUFFIX = "_change"
 

@@ -10,21 +10,37 @@ samplers (`_rollouts`, `_judge`, `_sampling`) and keeps `rm_reference` and
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
 
 from rla_jax.metrics import keys
 from rla_jax.rl import evaluation
+from rla_jax.rl.alfworld_rollout import Episode
+from rla_jax.rl.loop_common import uses_given_models
 from rla_jax.rl.seeds import derive_seed
+from rla_jax.rl.start_evaluation import (
+  StartEvaluation,
+  disagreements,
+  record_path,
+  start_key,
+  start_settings,
+)
+
+BUILD_START = "python launch/build_start_eval.py --config=alfworld"
 
 
 class AlfWorldEvaluation:
   """Evaluation methods of the ALFWorld loop."""
 
-  def _eval_rollouts(self, name: str, timings: dict) -> list:
+  def _eval_rollouts(
+    self, name: str, timings: dict, limit: int | None = None
+  ) -> list:
     """eval.rollouts_per_game rollouts of every game of eval split `name`,
-    with that split's fixed seed (the same episodes for the same policy).
+    with that split's fixed seed (the same episodes for the same policy);
+    with `limit`, only its first `limit` runs (the same row seeds, so the
+    same episodes as in the full evaluation).
 
     Episode r * G + g is rollout r of game g (G games), so the first G
     episodes are one rollout of each game whatever the count. Run r * G + g
@@ -37,6 +53,7 @@ class AlfWorldEvaluation:
     """
     c = self.config
     games = list(self.eval_games[name]) * c.eval.rollouts_per_game
+    games = games[:limit] if limit is not None else games
     i = list(self.eval_games).index(name)
     return self._rollouts(
       games,
@@ -47,6 +64,79 @@ class AlfWorldEvaluation:
       max_steps=c.eval.max_steps,
       phase=f"eval {name}",
     )
+
+  def reference_episodes(self, records: list[dict]) -> list:
+    """The judge's reference episodes from their records
+    (Episode.reference_record), on this run's OOD games."""
+    ood = {g.game_id: g for g in self.eval_games["out_of_distribution"]}
+    return [
+      Episode.from_reference_record(r, ood[r["task_id"]]) for r in records
+    ]
+
+  def start_record(self) -> StartEvaluation | None:
+    """The recorded start evaluation named by config.eval.start_cache if it
+    was made for this run's settings (`start_key`); None, with a log line
+    saying why, if none is named or found, or it is for other settings."""
+    c = self.config
+    value = c.eval.get("start_cache", "")
+    if not value or uses_given_models(c):
+      return None
+    path = record_path(value)
+    if not os.path.exists(path):
+      self.log(
+        f"config.eval.start_cache: no start evaluation at {path} (build it "
+        f"with: {BUILD_START}): evaluating in full"
+      )
+      return None
+    record = StartEvaluation.load(path)
+    want = start_key(start_settings(c, self.warm_start.config_hash))
+    if record.key != want:
+      self.log(
+        f"config.eval.start_cache: {path} was made for other settings (key "
+        f"{record.key}, this run's {want}; rebuild it with: {BUILD_START} "
+        f"plus this run's overrides): evaluating in full"
+      )
+      return None
+    return record
+
+  def _recorded_start(self, record: StartEvaluation) -> dict | None:
+    """The record's metrics row if this run reproduces it: the first
+    eval.start_check_runs runs of each split are replayed and must end
+    exactly as recorded. On success the loop keeps the record's per-run
+    outcomes and reference episodes, as after a full start evaluation;
+    otherwise None, with a log line (the caller evaluates in full)."""
+    c = self.config
+    k = c.eval.start_check_runs
+    t0 = time.perf_counter()
+    replayed = {
+      name: [int(e.won) for e in self._eval_rollouts(name, {}, limit=k)]
+      for name in self.eval_games
+    }
+    off = disagreements(record.outcomes["won"], replayed)
+    seconds = time.perf_counter() - t0
+    if any(off.values()):
+      self.log(
+        f"eval (start): the recorded start evaluation disagrees with this "
+        f"machine on {off} of its first {k} runs per split: evaluating in "
+        f"full"
+      )
+      return None
+    self.eval_start = evaluation.StartOutcomes.restore(
+      record.outcomes, evaluation.pairing_settings(c.eval), self.log
+    )
+    self.rm_reference = self.reference_episodes(record.rm_reference)
+    runs = {name: len(w) for name, w in record.outcomes["won"].items()}
+    self.log(
+      f"eval (start): recorded ({record.provenance.get('command', '?')}, "
+      f"commit {record.provenance.get('commit', '?')}), {runs} runs; its "
+      f"first {k} runs of each split replayed identically in {seconds:.0f}s"
+    )
+    return {
+      **record.metrics,
+      keys.EVAL_START_RECORDED: 1.0,
+      keys.EVAL_START_CHECK_RUNS: float(k),
+      keys.EVAL_SECONDS: seconds,
+    }
 
   def _ensure_rm_reference(self, timings: dict) -> None:
     """Without an evaluation before training (eval.at_start off, e.g. the
@@ -75,6 +165,11 @@ class AlfWorldEvaluation:
     mix its change with the policy's.
     """
     c = self.config
+    if step < 0 and self.eval_start is None:
+      record = self.start_record()
+      recorded = record and self._recorded_start(record)
+      if recorded:
+        return recorded
     t0, t, won, parsed = time.perf_counter(), {}, {}, {}
     for name in self.eval_games:  # the same seeds at every evaluation
       t_split = time.perf_counter()
@@ -108,5 +203,7 @@ class AlfWorldEvaluation:
       )
     )
     out.update(parsed)
+    if first:
+      out[keys.EVAL_START_RECORDED] = 0.0
     out[keys.EVAL_SECONDS] = time.perf_counter() - t0
     return out

@@ -57,6 +57,7 @@ from rla_jax.rl.phases import (
 )
 from rla_jax.rl.rewards import step_mask_from_lengths
 from rla_jax.rl.seeds import derive_seed
+from rla_jax.rl.start_evaluation import check_start_record_settings
 from rla_jax.rl.training_data import STEP_SIGNALS, RewardConfig, task_samples
 from rla_jax.warmstart import settings as warmstart_settings
 from rla_jax.warmstart.directory import WarmStart, load_warm_start_dir
@@ -152,6 +153,7 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
       raise ConfigError(
         f"config eval.rollouts_per_game={k!r} must be an int >= 1"
       )
+    check_start_record_settings(self.config.eval)
     continued_sft.check_settings(self.config, uses_given_models(self.config))
     if not uses_given_models(self.config):
       self.warm_start = self.find_warm_start()
@@ -238,13 +240,8 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
 
     self.pool = TaskPool.from_dict(d["pool"])
     self.registry = {k: Game.from_dict(v) for k, v in d["registry"].items()}
-    ood = {g.game_id: g for g in self.eval_games["out_of_distribution"]}
     refs = d.get("rm_reference")
-    self.rm_reference = (
-      None
-      if refs is None
-      else [Episode.from_reference_record(r, ood[r["task_id"]]) for r in refs]
-    )
+    self.rm_reference = None if refs is None else self.reference_episodes(refs)
     self.eval_start = evaluation.StartOutcomes.restore(
       d.get("eval_start"),
       evaluation.pairing_settings(self.config.eval),
