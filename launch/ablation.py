@@ -142,6 +142,7 @@ def main(argv):
     rl_step_seconds,
     write_ablation_table,
   )
+  from rla_jax.metrics.keys import EVAL_START_RECORDED
   from rla_jax.rl.loops import make_loop
 
   enable_compilation_cache()
@@ -155,6 +156,7 @@ def main(argv):
     fail(e)
   results, curves = {"Before": []}, {}
   before = {}  # seed -> metrics row 0 (evaluation before any update)
+  recorded = {}  # seed -> whether that row is the recorded start evaluation
   step_seconds = {}  # seed -> wall seconds of its RL stage runs' steps
   t_start = time.time()
   for stage in _STAGES.value:
@@ -166,8 +168,10 @@ def main(argv):
         _set(config, k, v, stage)
       # Same seed and warm start: the evaluation before any update is the
       # same for every stage (deterministic), so only the first stage run
-      # of a seed measures it; later stages reuse that row.
-      config.eval.at_start = seed not in before
+      # of a seed measures it; later stages reuse that row, unless it came
+      # from the recorded start evaluation: then every stage replays and
+      # loads it (seconds, not minutes) and logs its own paired changes.
+      config.eval.at_start = seed not in before or recorded.get(seed, False)
       if stage == "SFT" and step_seconds.get(seed):
         seconds = sum(step_seconds[seed]) / len(step_seconds[seed])
         config.continued_sft.seconds = seconds  # the same wall time
@@ -187,6 +191,7 @@ def main(argv):
             "before training (was eval.at_start off?)"
           )
         before[seed] = history[0]
+        recorded[seed] = history[0].get(EVAL_START_RECORDED) == 1
         results["Before"].append(
           {k: v for k, v in history[0].items() if k.startswith("eval/")}
         )
