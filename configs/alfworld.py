@@ -235,12 +235,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.eval = ml_collections.ConfigDict(
     {
       # rollouts_per_game: success is the mean over every (game, rollout)
-      # run (3 in the paper preset). 256 games x 1 per split: a 5-point
-      # change needs ~256 paired runs (32 left a paired s.e. of ~0.1), and
-      # one rollout per game keeps the runs independent.
+      # run (3 in the paper preset). 192 games x 1 per split: 32 runs left
+      # a paired s.e. of ~0.1, 192 ~0.04; 256 (~0.035) took ~20 minutes
+      # per evaluation here, which left no time for 4 RL steps in 30. One
+      # rollout per game keeps the runs independent.
       "every": 0,
       "at_start": True,
-      "num_games": 256,
+      "num_games": 192,
       "rollouts_per_game": 1,
       # The start evaluation is the same for every seed (same warm start,
       # games and sampling seeds) and 512 runs cost ~17 minutes here, so it

@@ -85,8 +85,8 @@ def test_settings_check_names_the_key():
   c.eval.start_check_runs = 0
   with pytest.raises(ConfigError, match="eval.start_check_runs=0"):
     check_start_record_settings(c.eval)
-  c.eval.start_check_runs = 257
-  with pytest.raises(ConfigError, match=r"\[1, 256\]"):
+  c.eval.start_check_runs = 193
+  with pytest.raises(ConfigError, match=r"\[1, 192\]"):
     check_start_record_settings(c.eval)
   c.eval.start_check_runs = 1
   c.eval.start_cache = None
@@ -148,10 +148,15 @@ def test_loop_uses_a_record_its_replay_reproduces(
   recorded = loop.evaluate(-1)
   assert recorded[keys.EVAL_START_RECORDED] == 1.0
   assert recorded[keys.EVAL_START_CHECK_RUNS] == 2
+  # 2 of 3 runs per split replayed: a full evaluation is 3/2 of their time
+  assert recorded[keys.EVAL_FULL_SECONDS_ESTIMATE] == pytest.approx(
+    recorded[keys.EVAL_SECONDS] * 1.5, rel=0.05
+  )
   assert any("replayed identically" in line for line in lines)
   # The record is what the full evaluation measures on this machine.
   for k, v in measured.items():
     if k not in (keys.EVAL_SECONDS, keys.EVAL_START_RECORDED):
+      assert k in recorded, k
       assert recorded[k] == pytest.approx(v, nan_ok=True), k
   assert loop.eval_start == full.eval_start
   assert [e.actions for e in loop.rm_reference] == [

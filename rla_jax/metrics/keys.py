@@ -26,6 +26,9 @@ EVAL_SECONDS = "eval/seconds"
 # each split.
 EVAL_START_RECORDED = "eval/start_recorded"
 EVAL_START_CHECK_RUNS = "eval/start_check_runs"
+# A recorded start's estimate of a full evaluation's seconds on this machine:
+# the replay's seconds scaled by runs recorded / runs replayed.
+EVAL_FULL_SECONDS_ESTIMATE = "eval/full_seconds_estimate"
 SUCCESS_SUFFIX = "_success"
 CHANGE_SUFFIX = "_change"
 

@@ -66,10 +66,15 @@ class RunProgress:
     )
     self._eval_began = self.clock()
 
-  def end_eval(self, step: int, seconds: float) -> None:
+  def end_eval(
+    self, step: int, seconds: float, full_seconds: float | None = None
+  ) -> None:
+    """An evaluation ended after `seconds`. The start evaluation's time is
+    the final one's estimate, unless it gave `full_seconds`: a start that
+    was recorded and only partly replayed estimates a full evaluation."""
     self._eval_began = None
     if step < 0:
-      self._eval_seconds = seconds
+      self._eval_seconds = seconds if full_seconds is None else full_seconds
 
   def time_left(self) -> float | None:
     """Estimated seconds to the end of the run (None: not known yet)."""

@@ -131,8 +131,12 @@ class AlfWorldEvaluation:
       f"commit {record.provenance.get('commit', '?')}), {runs} runs; its "
       f"first {k} runs of each split replayed identically in {seconds:.0f}s"
     )
+    replayed_runs = sum(len(w) for w in replayed.values())
     return {
       **record.metrics,
+      keys.EVAL_FULL_SECONDS_ESTIMATE: seconds
+      * sum(runs.values())
+      / replayed_runs,
       keys.EVAL_START_RECORDED: 1.0,
       keys.EVAL_START_CHECK_RUNS: float(k),
       keys.EVAL_SECONDS: seconds,

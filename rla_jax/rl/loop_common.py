@@ -346,7 +346,9 @@ class LoopBase:
     t0 = time.perf_counter()
     self.progress.begin_eval(step)
     out = self.evaluate(step)
-    self.progress.end_eval(step, time.perf_counter() - t0)
+    self.progress.end_eval(
+      step, time.perf_counter() - t0, out.get(keys.EVAL_FULL_SECONDS_ESTIMATE)
+    )
     return out
 
   def run(self) -> list[dict]:
