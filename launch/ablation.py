@@ -143,6 +143,7 @@ def main(argv):
     write_ablation_table,
   )
   from rla_jax.metrics.keys import EVAL_START_RECORDED
+  from rla_jax.rl.evaluation import read_run_outcomes
   from rla_jax.rl.loops import make_loop
 
   enable_compilation_cache()
@@ -157,6 +158,7 @@ def main(argv):
   results, curves = {"Before": []}, {}
   before = {}  # seed -> metrics row 0 (evaluation before any update)
   recorded = {}  # seed -> whether that row is the recorded start evaluation
+  end_outcomes = {}  # stage -> seed -> split -> [N] final per-run outcomes
   step_seconds = {}  # seed -> wall seconds of its RL stage runs' steps
   t_start = time.time()
   for stage in _STAGES.value:
@@ -200,6 +202,9 @@ def main(argv):
       if stage != "SFT":
         step_seconds.setdefault(seed, []).extend(rl_step_seconds(history))
       curves[stage].append(history)
+      rows = read_run_outcomes(workdir)
+      if rows and max(rows) > 0:  # the final evaluation's per-run outcomes
+        end_outcomes.setdefault(stage, {})[seed] = rows[max(rows)]
       results[stage].append(last_values(history))
   # Table and curves in Table-1 order, whatever order the stages ran in.
   results = {
@@ -212,7 +217,9 @@ def main(argv):
   if jax.process_index() != 0:  # one writer on a multi-host run
     return
   os.makedirs(_OUT.value, exist_ok=True)
-  table = write_ablation_table(results, os.path.join(_OUT.value, "table.md"))
+  table = write_ablation_table(
+    results, os.path.join(_OUT.value, "table.md"), end_outcomes
+  )
   plot_ablation_curves(curves, os.path.join(_OUT.value, "ablation_curves.png"))
   command = " ".join(["python"] + sys.argv)
   with open(os.path.join(_OUT.value, "ABLATION.md"), "w") as f:

@@ -619,3 +619,28 @@ def test_summary_states_coding_changes_from_their_logged_start():
   text = summary_markdown(history, title="Run")
   assert "| eval/selection_gain | 0.25 (3) |" in text
   assert "| eval/code | 0.25 (0) | 0.5 (3) |" in text
+
+
+def test_stage_difference_pairs_end_outcomes_run_by_run():
+  from rla_jax.metrics.ablation import stage_difference_markdown
+
+  ref = {"in_distribution": [0, 0, 1, 1], "out_of_distribution": [0, 1, 0, 1]}
+  s0 = {"in_distribution": [1, 0, 1, 1], "out_of_distribution": [0, 1, 0, 1]}
+  s1 = {"in_distribution": [1, 1, 1, 1], "out_of_distribution": [0, 0, 0, 1]}
+  text = stage_difference_markdown(
+    {"Policy": {"0": ref, "1": ref}, "+Env": {"0": s0, "1": s1}}
+  )
+  # seed 0: ID d = (1,0,0,0): +0.25, s.e. sqrt(0.25/4) = 0.25; seed 1: ID
+  # d = (1,1,0,0): +0.5, s.e. sqrt((1/3)/4); mean +0.375, s.e.
+  # sqrt(0.0625 + 1/12)/2, std of (0.25, 0.5)
+  se = np.sqrt(0.0625 + 1 / 12) / 2 * 100
+  std = np.std([0.25, 0.5], ddof=1) * 100
+  # OOD: seed 0 d = 0 (s.e. 0), seed 1 d = (0,-1,0,0): -0.25, s.e. 0.25
+  ood_se = np.sqrt(0.0625) / 2 * 100
+  ood_std = np.std([0.0, -0.25], ddof=1) * 100
+  assert (
+    f"| +Env | 2 | +37.5 ({se:.1f}; {std:.1f}) | -12.5 ({ood_se:.1f}; "
+    f"{ood_std:.1f}) |"
+  ) in text
+  assert "| Policy |" not in text
+  assert stage_difference_markdown({"+Env": {"0": s0}}) == ""

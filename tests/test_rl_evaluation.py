@@ -177,3 +177,18 @@ def test_expert_step_scores_label_the_experts_steps_plus_one():
   assert (scores[0, : len(plan), 0] == 1).all() and mask[0].sum() == len(plan)
   assert (scores[1, :2, 0] == -1).all() and mask[1].sum() == 2
   assert (scores[~mask] == 0).all()
+
+
+def test_run_outcomes_keep_each_evaluation_and_drop_later_rows(tmp_path):
+  from rla_jax.rl.evaluation import read_run_outcomes, write_run_outcomes
+
+  assert read_run_outcomes(str(tmp_path)) == {}
+  write_run_outcomes(str(tmp_path), 0, {"a": [1, 0], "b": [True]})
+  write_run_outcomes(str(tmp_path), 2, {"a": [1, 1], "b": [0]})
+  assert read_run_outcomes(str(tmp_path)) == {
+    0: {"a": [1, 0], "b": [1]},
+    2: {"a": [1, 1], "b": [0]},
+  }
+  # a resumed run re-evaluates row 1: row 2 (from the lost future) goes
+  write_run_outcomes(str(tmp_path), 1, {"a": [0, 0], "b": [1]})
+  assert sorted(read_run_outcomes(str(tmp_path))) == [0, 1]

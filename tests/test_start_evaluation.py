@@ -164,6 +164,11 @@ def test_loop_uses_a_record_its_replay_reproduces(
   ]
   # a later evaluation is paired against the recorded outcomes
   later = loop.evaluate(0)
+  from rla_jax.rl.evaluation import read_run_outcomes
+
+  kept = read_run_outcomes(str(tmp_path / "rec"))
+  assert kept[0] == rec.outcomes["won"] == full.eval_start.won
+  assert sorted(kept) == [0, 1] and sorted(kept[1]) == sorted(kept[0])
   assert later[keys.split_keys("in_distribution").change] == pytest.approx(
     later[keys.EVAL_ID_SUCCESS] - measured[keys.EVAL_ID_SUCCESS]
   )

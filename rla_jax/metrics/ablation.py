@@ -143,6 +143,57 @@ def change_markdown(results: Mapping[str, Sequence[Mapping]]) -> str:
   )
 
 
+def stage_difference_markdown(
+  end_outcomes: Mapping[str, Mapping[str, Mapping[str, Sequence[int]]]],
+  reference: str = "Policy",
+) -> str:
+  """Each stage's end success minus the reference stage's, paired run by
+  run, in points: "mean (s.e.; seeds' std)"; "" without the reference.
+
+  end_outcomes[stage][seed][split]: the [N] 0/1 outcomes of the final
+  evaluation of that stage's run of that seed. Runs of one seed play the
+  same N evaluation runs (same games and sampling seeds) in every stage,
+  so per seed the difference is `paired_difference(reference, stage)`;
+  over the S seeds both stages ran: mean_s d_s, s.e. sqrt(sum_s e_s^2)/S.
+  """
+  from rla_jax.rl.evaluation import paired_difference  # (no import cycle)
+
+  ref = end_outcomes.get(reference)
+  if not ref:
+    return ""
+  lines = []
+  for stage, seeds in end_outcomes.items():
+    common = [s for s in seeds if s in ref and stage != reference]
+    if not common:
+      continue
+    cells = []
+    for _, split in CHANGE_SPLITS:
+      diffs = [
+        paired_difference(ref[s][split], seeds[s][split]) for s in common
+      ]
+      mean, std = mean_and_sample_std([d.change for d in diffs])
+      se = math.sqrt(math.fsum(d.stderr**2 for d in diffs)) / len(diffs)
+      spread = "" if std is None else f"; {100 * std:.1f}"
+      cells.append(f"{100 * mean:+.1f} ({100 * se:.1f}{spread})")
+    lines.append(f"| {stage} | {len(common)} | " + " | ".join(cells) + " |")
+  if not lines:
+    return ""
+  head = "| Stage | seeds | " + " | ".join(t for t, _ in CHANGE_SPLITS) + " |"
+  return (
+    "\n".join(
+      [
+        f"End success minus {reference}'s, paired run by run, in points: "
+        "mean over seeds (paired s.e. of that mean; seeds' sample std).",
+        "",
+        head,
+        "|" + "---|" * (2 + len(CHANGE_SPLITS)),
+        *lines,
+      ]
+    )
+    + "\n"
+  )
+
+
 def ablation_markdown(results: Mapping[str, Sequence[Mapping]]) -> str:
   """Table-1 markdown: one row per stage, cells
   "mean ± std" in percent (1 decimal)."""
@@ -176,10 +227,15 @@ def ablation_markdown(results: Mapping[str, Sequence[Mapping]]) -> str:
 
 
 def write_ablation_table(
-  results: Mapping[str, Sequence[Mapping]], out_path: str
+  results: Mapping[str, Sequence[Mapping]],
+  out_path: str,
+  end_outcomes: Mapping | None = None,
 ) -> str:
-  """Writes ``ablation_markdown(results)`` to out_path and returns it."""
+  """Writes ``ablation_markdown(results)`` and, with the stages' end
+  outcomes, ``stage_difference_markdown`` to out_path; returns the text."""
   text = ablation_markdown(results)
+  differences = stage_difference_markdown(end_outcomes or {})
+  text += f"\n{differences}" if differences else ""
   with open(out_path, "w", encoding="utf-8") as f:
     f.write(text)
   return text

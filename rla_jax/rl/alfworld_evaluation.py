@@ -131,6 +131,7 @@ class AlfWorldEvaluation:
       f"commit {record.provenance.get('commit', '?')}), {runs} runs; its "
       f"first {k} runs of each split replayed identically in {seconds:.0f}s"
     )
+    self._keep_outcomes(0, record.outcomes["won"])
     replayed_runs = sum(len(w) for w in replayed.values())
     return {
       **record.metrics,
@@ -142,15 +143,21 @@ class AlfWorldEvaluation:
       keys.EVAL_SECONDS: seconds,
     }
 
+  def _keep_outcomes(self, row: int, won) -> None:
+    """Evaluation `row`'s per-run outcomes into the workdir (primary)."""
+    if self.is_primary:
+      evaluation.write_run_outcomes(self.workdir, row, won)
+
   def _ensure_rm_reference(self, timings: dict) -> None:
     """Without an evaluation before training (eval.at_start off, e.g. the
     ablation's later stages), the reference trajectories are rolled out
     before the first update: the same episodes that evaluation would
-    keep. Their wall time goes to timings["judge_reference"]."""
+    keep (only those runs are played: each run's noise is its own).
+    Their wall time goes to timings["judge_reference"]."""
     if self.rm_reference is None:
       t0 = time.perf_counter()
-      eps = self._eval_rollouts("out_of_distribution", {})
-      self.rm_reference = eps[: self.config.eval.num_rm_episodes]
+      n = self.config.eval.num_rm_episodes
+      self.rm_reference = self._eval_rollouts("out_of_distribution", {}, n)
       timings["judge_reference"] = time.perf_counter() - t0
 
   def evaluate(self, step: int) -> dict:
@@ -189,6 +196,7 @@ class AlfWorldEvaluation:
       )
       if name == "out_of_distribution" and self.rm_reference is None:
         self.rm_reference = eps[: c.eval.num_rm_episodes]
+    self._keep_outcomes(step + 1, won)
     first = self.eval_start is None and step < 0  # the start evaluation
     if first:
       self.eval_start = evaluation.StartOutcomes.of(

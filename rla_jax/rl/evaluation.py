@@ -21,7 +21,9 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -296,3 +298,34 @@ class StartOutcomes:
 def pairing_settings(eval_cfg) -> dict:
   """The PAIRING_FIELDS of config.eval (ALFWorld's pairing settings)."""
   return {k: eval_cfg[k] for k in PAIRING_FIELDS}
+
+
+OUTCOMES_NAME = "eval_outcomes.json"
+
+
+def write_run_outcomes(
+  workdir: str, row: int, won: Mapping[str, Sequence[int]]
+) -> None:
+  """Keeps evaluation `row`'s per-run 0/1 outcomes (metrics row: 0 = the
+  start, s = after RL step s) in workdir/eval_outcomes.json, as {row:
+  {split: [N]}}, dropping later rows (a resumed run rewrites them). Two
+  runs of one config with other training (the ablation's stages) play
+  the same runs, so their outcomes pair run by run."""
+  path = os.path.join(workdir, OUTCOMES_NAME)
+  rows = read_run_outcomes(workdir)
+  rows = {r: v for r, v in rows.items() if r < row}
+  rows[row] = {k: [int(w) for w in v] for k, v in won.items()}
+  tmp = f"{path}.tmp"
+  with open(tmp, "w") as f:
+    json.dump({str(r): v for r, v in sorted(rows.items())}, f)
+  os.replace(tmp, path)
+
+
+def read_run_outcomes(workdir: str) -> dict[int, dict[str, list[int]]]:
+  """workdir/eval_outcomes.json as {row: {split: [N] outcomes}} ({} if
+  there is none)."""
+  path = os.path.join(workdir, OUTCOMES_NAME)
+  if not os.path.exists(path):
+    return {}
+  with open(path) as f:
+    return {int(r): v for r, v in json.load(f).items()}
