@@ -85,8 +85,8 @@ def test_settings_check_names_the_key():
   c.eval.start_check_runs = 0
   with pytest.raises(ConfigError, match="eval.start_check_runs=0"):
     check_start_record_settings(c.eval)
-  c.eval.start_check_runs = 193
-  with pytest.raises(ConfigError, match=r"\[1, 192\]"):
+  c.eval.start_check_runs = 257
+  with pytest.raises(ConfigError, match=r"\[1, 256\]"):
     check_start_record_settings(c.eval)
   c.eval.start_check_runs = 1
   c.eval.start_cache = None

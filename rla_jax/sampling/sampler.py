@@ -57,7 +57,7 @@ from rla_jax.models.kv_cache import (
   is_axes,
 )
 from rla_jax.models.qwen import Qwen
-from rla_jax.sampling import image_prefill
+from rla_jax.sampling import image_prefill, length_groups
 from rla_jax.sampling import prefill as pieces
 from rla_jax.sampling.buckets import geometric_buckets, left_pad, pick_bucket
 from rla_jax.sampling.token_selection import row_stream_keys, select_tokens
@@ -239,6 +239,8 @@ class Sampler:
     image_grids: (Qwen3-VL) the patch grids (h, w) images may have; None
       accepts any. images_per_grid: the fewest images a grid's group is
       padded to (counts round up to powers of two; `image_prefill`).
+    split_by_length: row-seeded text calls run one call per prompt bucket
+      (`generate`).
   """
 
   def __init__(
@@ -258,8 +260,10 @@ class Sampler:
     limit_key: str = "",
     image_grids: Sequence[tuple[int, int]] | None = None,
     images_per_grid: int = 1,
+    split_by_length: bool = True,
   ):
     self.cfg = model.cfg
+    self.split_by_length = bool(split_by_length)
     self.vl_cfg = getattr(model, "vl_cfg", None)  # a Qwen3-VL model
     self.image_grids = (
       None if image_grids is None else {tuple(g) for g in image_grids}
@@ -641,11 +645,66 @@ class Sampler:
     stream named by (seed, row_seeds[i], j), independent of the other rows,
     its position and the batch bucket (module docstring). Prompts given the
     same row seed share noise. images (Qwen3-VL): per prompt, the
-    `qwen3_vl.inputs.Image`s of its image-pad tokens, in order."""
+    `qwen3_vl.inputs.Image`s of its image-pad tokens, in order.
+
+    With row_seeds and split_by_length (text prompts), the rows are
+    sampled in one call per prompt bucket (`length_groups`): the same
+    tokens, each row padded only to its own bucket."""
     self._check_rows(prompts, allow_empty=False)
     self._check_row_seeds(row_seeds, len(prompts))
     if num_samples < 1:
       raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+    kw = dict(
+      seed=seed,
+      temperature=temperature,
+      top_p=top_p,
+      top_k=top_k,
+      greedy=greedy,
+      max_new_tokens=max_new_tokens,
+      num_samples=num_samples,
+    )
+    groups = length_groups.bucket_groups(
+      [len(p) for p in prompts], self.prompt_buckets
+    )
+    if not self.split_by_length or row_seeds is None or images is not None:
+      groups = [list(range(len(prompts)))]
+    if len(groups) == 1:
+      return self._generate_call(prompts, row_seeds, images, **kw)
+    parts = [
+      (
+        g,
+        self._generate_call(
+          [prompts[i] for i in g], [row_seeds[i] for i in g], None, **kw
+        ),
+      )
+      for g in groups
+    ]
+    return SampleOutput(
+      *(
+        length_groups.merge_rows(
+          [(g, getattr(out, name)) for g, out in parts],
+          len(prompts),
+          num_samples,
+        )
+        for name in ("tokens", "logprobs", "stopped")
+      )
+    )
+
+  def _generate_call(
+    self,
+    prompts,
+    row_seeds,
+    images,
+    *,
+    seed,
+    temperature,
+    top_p,
+    top_k,
+    greedy,
+    max_new_tokens,
+    num_samples,
+  ) -> SampleOutput:
+    """One sampler call over all of `prompts` (checked by `generate`)."""
     B = self._batch_bucket(len(prompts))
     T = self._chunk_bucket(prompts)
     # Laid out (and bad images refused) before anything compiles.
