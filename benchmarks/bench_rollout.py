@@ -1,16 +1,22 @@
-"""ALFWorld policy rollout: power-of-two vs geometric padding buckets.
+"""ALFWorld policy rollout: padding buckets, and one sampler call per
+prompt bucket.
 
 Plays the default RL step's rollout (6 train tasks x 6 rollouts, 20 steps,
-T=0.8, small rooms) with the warm-started default policy, once with the
+T=0.8, small rooms) with the warm-started default policy, with the
 sampler's old bucket sets (powers of two: a turn of 36 agents and 430-token
-prompts pads to 64 rows x 512 slots) and once with the current default
-(`geometric_buckets`, 4 sizes per octave: 40 x 448). Variants alternate in
-one process, after untimed warm-up rollouts with the timed seeds (so every
-shape is compiled before timing), and the ratio is measured against a
-baseline from the same run. The two
-variants must produce the same tokens (padding changes no row).
+prompts pads to 64 rows x 512 slots), with the geometric buckets
+(`geometric_buckets`, 4 sizes per octave: 40 x 448), both in one call per
+turn, and with the current default: geometric buckets and one call per
+prompt bucket (`split_by_length`, rla_jax/sampling/length_groups.py).
+Variants alternate in one process, after untimed warm-up rollouts with the
+timed seeds (so every shape is compiled before timing), and the ratio is
+measured against a baseline from the same run. The variants must produce
+the same tokens (padding and grouping change no row).
 
   python benchmarks/bench_rollout.py [--warmstart DIR] [--repeats 2]
+  # the default's evaluation turns (valid_seen games, 40 steps, T = 0.6)
+  python benchmarks/bench_rollout.py --games valid_seen --tasks 96 \
+      --rollouts 1 --max-steps 40 --temperature 0.6 --seed 1234 --levels 1,2
 
 DIR is a built warm start (default: the one `--config=alfworld` loads,
 its config.warmstart.dir).
@@ -45,6 +51,10 @@ def main():
   ap.add_argument("--tasks", type=int, default=6)
   ap.add_argument("--rollouts", type=int, default=6)
   ap.add_argument("--max-steps", type=int, default=20)
+  ap.add_argument("--games", default="train", help="generate_split split")
+  ap.add_argument("--seed", type=int, default=0, help="the games' seed")
+  ap.add_argument("--temperature", type=float, default=0.8)
+  ap.add_argument("--levels", default="", help="e.g. 1,2 (the default's)")
   args = ap.parse_args()
   if not os.path.isdir(os.path.join(args.warmstart, "policy")):
     raise SystemExit(
@@ -63,8 +73,10 @@ def main():
     "power_of_two": dict(
       prompt_buckets=power_of_two_buckets(16, max_prompt),
       batch_buckets=power_of_two_buckets(1, 4096),
+      split_by_length=False,
     ),
-    "geometric": {},  # the Sampler's default bucket sets
+    "geometric": dict(split_by_length=False),  # the default bucket sets
+    "split_by_length": {},  # the Sampler's defaults
   }
   samplers = {
     k: Sampler(
@@ -77,10 +89,15 @@ def main():
     )
     for k, v in variants.items()
   }
-  games = generate_split("train", args.tasks, 0, room_size="small")
+  levels = [int(v) for v in args.levels.split(",")] if args.levels else None
+  games = generate_split(
+    args.games, args.tasks, args.seed, room_size="small", levels=levels
+  )
   games = [g for g in games for _ in range(args.rollouts)]
   ids = [str(i) for i in range(len(games))]
-  params = SamplingParams(temperature=0.8, top_p=1.0, max_new_tokens=max_new)
+  params = SamplingParams(
+    temperature=args.temperature, top_p=1.0, max_new_tokens=max_new
+  )
 
   def play(name, seed):
     t0 = time.perf_counter()
@@ -108,10 +125,8 @@ def main():
       times[name].append(dt)
       tokens.setdefault(r, {})[name] = [e.response_ids for e in eps]
   for r, by_name in tokens.items():
-    if by_name["power_of_two"] != by_name["geometric"]:
-      raise SystemExit(
-        f"repeat {r}: the two bucket sets sampled different tokens"
-      )
+    if any(v != by_name["power_of_two"] for v in by_name.values()):
+      raise SystemExit(f"repeat {r}: the variants sampled different tokens")
   steps = sum(e.num_steps for e in eps)
   base = statistics.median(times["power_of_two"])
   print(

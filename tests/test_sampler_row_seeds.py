@@ -148,3 +148,38 @@ def test_bad_row_seeds_fail_before_compiling(sampler):
     with pytest.raises(ValueError, match=r"row_seeds\[0\]=1.5 is not"):
       session.turn([[3], [4]], row_seeds=[1.5, 2])
   assert counter.count == 0
+
+
+def test_rows_split_by_prompt_bucket_sample_as_one_call(
+  model, sampler, monkeypatch
+):
+  """Row-seeded prompts of buckets 16, 32 and 64 run as one call per
+  bucket (4 + 1 + 1 rows), with the tokens, stops and log-probs of the
+  single padded call; without row seeds they stay one call."""
+  whole = Sampler(
+    model,
+    max_prompt_len=64,
+    max_new_tokens=12,
+    batch_buckets=(1, 4, 16),
+    prompt_buckets=(16, 32, 64),
+    split_by_length=False,
+  )
+  ps = _prompts(6, seed=11)  # lengths 3, 11, 20, 7, 40, 5
+  seeds = [21, 22, 23, 24, 25, 26]
+  calls = []
+  call = sampler._generate_call
+
+  def counted(prompts, *args, **kw):
+    calls.append(len(prompts))
+    return call(prompts, *args, **kw)
+
+  monkeypatch.setattr(sampler, "_generate_call", counted)
+  split = sampler.generate(ps, row_seeds=seeds, num_samples=2, **KW)
+  assert calls == [4, 1, 1]
+  ref = whole.generate(ps, row_seeds=seeds, num_samples=2, **KW)
+  assert split.tokens == ref.tokens and split.stopped == ref.stopped
+  for a, b in zip(split.logprobs, ref.logprobs, strict=True):
+    np.testing.assert_allclose(a, b, atol=1e-5)
+  calls.clear()
+  sampler.generate(ps, **KW)
+  assert calls == [6]
