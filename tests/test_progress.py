@@ -83,7 +83,7 @@ def test_final_evaluation_counts_down_and_is_unknown_after_a_resume():
 def test_a_partly_replayed_start_estimates_the_full_final_evaluation():
   p = RunProgress(2, lambda _: None, clock=_Clock())
   p.begin_eval(-1)
-  p.end_eval(-1, 30.0, full_seconds=900.0)  # replayed 16 of 256 runs
+  p.end_eval(-1, 30.0, full_seconds=900.0)  # recorded: its full one took 900 s
   p.begin_step(0)
   p.end_step(0, 100.0)
   assert p.time_left() == 100.0 + 900.0

@@ -26,8 +26,8 @@ EVAL_SECONDS = "eval/seconds"
 # each split.
 EVAL_START_RECORDED = "eval/start_recorded"
 EVAL_START_CHECK_RUNS = "eval/start_check_runs"
-# A recorded start's estimate of a full evaluation's seconds on this machine:
-# the replay's seconds scaled by runs recorded / runs replayed.
+# A recorded start's estimate of a full evaluation's seconds: the recorded
+# evaluation's own wall time (on the machine that made it).
 EVAL_FULL_SECONDS_ESTIMATE = "eval/full_seconds_estimate"
 SUCCESS_SUFFIX = "_success"
 CHANGE_SUFFIX = "_change"
