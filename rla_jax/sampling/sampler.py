@@ -663,11 +663,14 @@ class Sampler:
       max_new_tokens=max_new_tokens,
       num_samples=num_samples,
     )
-    groups = length_groups.bucket_groups(
-      [len(p) for p in prompts], self.prompt_buckets
+    splittable = self.split_by_length and row_seeds is not None
+    groups = (
+      length_groups.bucket_groups(
+        [len(p) for p in prompts], self.prompt_buckets
+      )
+      if splittable and images is None
+      else [list(range(len(prompts)))]
     )
-    if not self.split_by_length or row_seeds is None or images is not None:
-      groups = [list(range(len(prompts)))]
     if len(groups) == 1:
       return self._generate_call(prompts, row_seeds, images, **kw)
     parts = [
