@@ -9,6 +9,9 @@ def optim(
   return ml_collections.ConfigDict(
     {
       "learning_rate": lr,
+      # Linear warm-up over the first updates (trainer.learning_rate_schedule;
+      # 0 = constant). Restarts with the optimizer when it is reset.
+      "warmup_updates": 0,
       # AdamW moments and epsilon: optax's (and PyTorch's) defaults, which
       # the reference's AdamW uses.
       "b1": 0.9,

@@ -12,6 +12,7 @@ from rla_jax.rl.trainer import (
   OptimConfig,
   Sample,
   draw_samples,
+  learning_rate_schedule,
   pack_rows,
   pack_samples,
 )
@@ -300,3 +301,38 @@ def test_draw_samples_keeps_order_draws_uniformly_and_is_seeded():
   np.testing.assert_allclose(counts / 2000, 0.4, atol=0.05)
   with pytest.raises(ValueError, match="max_samples must be >= 0"):
     draw_samples(items, -1, seed=0)
+
+
+def _largest_step(learner, samples):
+  before = jax.tree.map(np.asarray, nnx.state(learner.model()))
+  learner.update(samples)
+  after = jax.tree.map(np.asarray, nnx.state(learner.model()))
+  return max(
+    float(np.abs(a - b).max())
+    for a, b in zip(
+      jax.tree.leaves(after), jax.tree.leaves(before), strict=True
+    )
+  )
+
+
+def test_learning_rate_schedule_warms_up_linearly():
+  assert learning_rate_schedule(3e-4, 0) == 3e-4
+  assert learning_rate_schedule(3e-4, 1) == 3e-4
+  schedule = learning_rate_schedule(4e-4, 4)
+  got = [float(schedule(k)) for k in range(6)]
+  np.testing.assert_allclose(got, [1e-4, 2e-4, 3e-4, 4e-4, 4e-4, 4e-4])
+
+
+def test_warm_up_scales_the_learners_first_updates():
+  # Adam's first update is lr * sign(g) in every parameter with a gradient:
+  # its largest step is the rate of that update.
+  model = Qwen(CFG, rngs=nnx.Rngs(0))
+  samples = _samples(model)
+  cfg = OptimConfig(learning_rate=1e-2, micro_batch_size=2, warmup_updates=4)
+  learner = Learner(model, cfg)
+  np.testing.assert_allclose(_largest_step(learner, samples), 2.5e-3, 1e-3)
+  constant = Learner(Qwen(CFG, rngs=nnx.Rngs(0)), OptimConfig(1e-2))
+  np.testing.assert_allclose(_largest_step(constant, samples), 1e-2, 1e-3)
+  # A reset optimizer restarts the warm-up.
+  learner.reset_optimizer()
+  np.testing.assert_allclose(_largest_step(learner, samples), 2.5e-3, 1e-3)

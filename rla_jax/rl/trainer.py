@@ -58,13 +58,15 @@ OPTIM_LOOP_KEYS = (
 @dataclasses.dataclass(frozen=True)
 class OptimConfig:
   """AdamW (learning_rate, b1, b2, eps, weight_decay, grad_clip: global-norm
-  clipping), the PPO-clip loss (clip_eps, kl_beta, ratio_clamp), the update
-  layout (micro_batch_size rows per jitted call, logprob_chunk sequence
-  positions per vocabulary projection, max_seq_len the longest sample) and
-  early stopping (target_kl). Built from a config section by
-  `from_config`."""
+  clipping, warmup_updates: `learning_rate_schedule`), the PPO-clip loss
+  (clip_eps, kl_beta, ratio_clamp), the update layout (micro_batch_size
+  rows per jitted call, logprob_chunk sequence positions per vocabulary
+  projection, max_seq_len the longest sample) and early stopping
+  (target_kl). Built from a config section by `from_config`."""
 
   learning_rate: float = 1e-6
+  # Linear warm-up over the first optimizer updates (0 = constant rate).
+  warmup_updates: int = 0
   b1: float = 0.9
   b2: float = 0.999
   eps: float = 1e-8
@@ -101,6 +103,26 @@ class OptimConfig:
       given={"max_seq_len": max_seq_len},
       other_keys=OPTIM_LOOP_KEYS,
     )
+
+
+def learning_rate_schedule(learning_rate: float, warmup_updates: int):
+  """The rate of optimizer update k (k = 0, 1, ...):
+
+    lr_k = learning_rate * min(1, (k + 1) / warmup_updates)
+
+  so the first update takes learning_rate / warmup_updates and update
+  warmup_updates - 1 onwards the full rate. Adam's first update is a sign
+  step of size lr in every parameter whatever the gradient's scale; the
+  warm-up lets the moments settle first. warmup_updates <= 1 returns the
+  constant `learning_rate` (a float, so AdamW keeps no schedule count).
+  """
+  if warmup_updates <= 1:
+    return learning_rate
+
+  def schedule(count):
+    return learning_rate * jnp.minimum(1.0, (count + 1) / warmup_updates)
+
+  return schedule
 
 
 def draw_samples(samples: Sequence, max_samples: int, seed: int) -> list:
@@ -404,7 +426,7 @@ class Learner:
     self.tx = optax.chain(
       optax.clip_by_global_norm(cfg.grad_clip),
       optax.adamw(
-        cfg.learning_rate,
+        learning_rate_schedule(cfg.learning_rate, cfg.warmup_updates),
         b1=cfg.b1,
         b2=cfg.b2,
         eps=cfg.eps,
