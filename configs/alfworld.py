@@ -171,6 +171,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       # Advantage at a step index only one rollout reached: "raw" is its R
       # (the reference), "zero" is 0 (no group to standardise against).
       "lone_step": "raw",
+      # The std each step index's advantages divide by: "step_index" (the
+      # paper: steps only failures reach take the judge's z-scored votes
+      # as their whole advantage) or "task" (one std per task group).
+      "step_scale": "step_index",
       # Policy samples with advantage 0 are dropped, as the reference (kept,
       # they carry no signal and only dilute the seq-mean).
       "drop_zero_advantage": True,

@@ -114,6 +114,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
       "policy_band": (0.0, 1.0),
       "rm_band": (0.0, 1.0),
       "lone_step": "raw",
+      "step_scale": "step_index",
       "drop_zero_advantage": True,
       "advantage": "step_index",
       "gigpo_gamma": 0.95,

@@ -99,6 +99,12 @@ def test_reward_config_reaches_lone_step_and_refuses_bad_values():
   cfg = RewardConfig.from_config(section)
   assert (cfg.lone_step, cfg.drop_zero_advantage) == ("zero", False)
   assert cfg.policy_band == (0.0, 1.0)
+  section.step_scale = "task"
+  assert RewardConfig.from_config(section).step_scale == "task"
+  section.step_scale = "group"
+  with pytest.raises(ValueError, match=r"config\.reward\.step_scale: 'group'"):
+    RewardConfig.from_config(section)
+  section.step_scale = "task"
   section.lone_step = "keep"
   with pytest.raises(ValueError, match=r"config\.reward\.lone_step: 'keep'"):
     RewardConfig.from_config(section)

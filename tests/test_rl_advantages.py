@@ -232,3 +232,29 @@ def test_outcome_balance_weights_hand_computed():
   np.testing.assert_array_equal(
     outcome_balance_weights(won, np.zeros_like(keep)), 1.0
   )
+
+
+def test_task_scale_divides_by_one_std_per_task():
+  # Two rollouts: the first won (O = +1) at k = 0 and ended; rollouts 1-2
+  # failed and reach k = 1 with different judge means.
+  r = np.array([[2.0, 0.0], [0.0, -0.5], [0.0, -1.5]])
+  mask = np.array([[1, 0], [1, 1], [1, 1]], bool)
+  valid = r[mask]  # 2, 0, 0, -0.5, -1.5
+  task_std = valid.std()
+  got = standardize_by_step_index(r, mask, scale="task")
+  k0 = (r[:, 0] - r[:, 0].mean()) / task_std
+  k1 = (r[1:, 1] - r[1:, 1].mean()) / task_std  # +-0.5 / task_std
+  np.testing.assert_allclose(got[:, 0], k0, atol=1e-12)
+  np.testing.assert_allclose(got[1:, 1], k1, atol=1e-12)
+  assert got[0, 1] == 0
+  # The paper's scale gives the same k = 1 pair unit size instead.
+  paper = standardize_by_step_index(r, mask)
+  np.testing.assert_allclose(paper[1:, 1], [1.0, -1.0], atol=1e-12)
+  # Batched groups use their own std; an all-equal group is all zeros.
+  batched = standardize_by_step_index(
+    np.stack([r, np.ones_like(r)]), np.stack([mask, mask]), scale="task"
+  )
+  np.testing.assert_allclose(batched[0], got, atol=1e-12)
+  assert np.all(batched[1] == 0)
+  with pytest.raises(ValueError, match="scale"):
+    standardize_by_step_index(r, mask, scale="group")

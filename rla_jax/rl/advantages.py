@@ -28,6 +28,7 @@ from rla_jax.rl.rewards import (
 
 UNPARSEABLE_JUDGEMENT_REWARD = -2.0
 LONE_STEP_MODES = ("raw", "zero")
+STEP_SCALE_MODES = ("step_index", "task")
 
 
 def _bool_mask(mask, shape, name: str) -> np.ndarray:
@@ -53,7 +54,11 @@ def _masked_zscore(values: np.ndarray, mask: np.ndarray, axis: int, eps: float):
 
 
 def standardize_by_step_index(
-  rewards, mask, eps: float = 1e-8, lone_step: str = "raw"
+  rewards,
+  mask,
+  eps: float = 1e-8,
+  lone_step: str = "raw",
+  scale: str = "step_index",
 ) -> np.ndarray:
   """Per-step-index z-score of step rewards
   within one task group (reference sec. 3.1).
@@ -66,6 +71,14 @@ def standardize_by_step_index(
                                      behaviour)
                  lone_step="zero" -> A[i, k] = 0.
   A = 0 where mask is False.
+
+  scale="task" divides by one std per task group instead, that of R over
+  all its steps (every (i, k) with mask), so a step index whose rollouts
+  all share an outcome keeps the judge's differences at their own size,
+  λ·(mean_j S[i, k, j] - mean_{J_k}), next to the outcome's ±1, rather
+  than rescaled to unit variance (with scale="step_index", the paper's,
+  the judge alone sets the advantage of every step only failures reach);
+  0 where that std <= eps.
 
   Args:
     rewards: [..., N, K] integrated rewards R (see
@@ -85,8 +98,21 @@ def standardize_by_step_index(
       "standardize_by_step_index: rewards must have shape [..., N, K], got "
       f"{r.shape}"
     )
+  if scale not in STEP_SCALE_MODES:
+    raise ValueError(
+      f"standardize_by_step_index: scale must be one of {STEP_SCALE_MODES}, "
+      f"got {scale!r}"
+    )
   m = _bool_mask(mask, r.shape, "standardize_by_step_index")
-  z, count, _ = _masked_zscore(r, m, axis=-2, eps=eps)
+  z, count, std = _masked_zscore(r, m, axis=-2, eps=eps)
+  if scale == "task":
+    task = r.reshape(*r.shape[:-2], 1, -1)
+    _, _, task_std = _masked_zscore(
+      task, m.reshape(task.shape), axis=-1, eps=eps
+    )
+    # task_std: [..., 1, 1]
+    ok = task_std > eps
+    z = np.where(ok & (std > eps), z * std / np.where(ok, task_std, 1.0), 0.0)
   lone = m & (count == 1)
   lone_value = r if lone_step == "raw" else np.zeros_like(r)
   return np.where(lone, lone_value, z)

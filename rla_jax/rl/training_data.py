@@ -22,6 +22,7 @@ from rla_jax.config_fields import from_section
 from rla_jax.errors import ConfigError
 from rla_jax.rl.advantages import (
   LONE_STEP_MODES,
+  STEP_SCALE_MODES,
   accuracy_in_band,
   consistency_feedback_rewards,
   gigpo_advantages,
@@ -55,7 +56,9 @@ class RewardConfig:
   gives outcome-only R = O; policy_band / rm_band: the (low, high) task
   accuracies whose policy / reward-model samples are trained on;
   lone_step: advantage at a step index only one rollout reached ("raw": R,
-  "zero": 0; `standardize_by_step_index`); drop_zero_advantage: drop policy
+  "zero": 0; `standardize_by_step_index`); step_scale: the std the
+  step-index advantages divide by ("step_index", the paper's, or "task",
+  one per task group); drop_zero_advantage: drop policy
   samples with A == 0; advantage: "step_index" (the paper's per-step-index
   z-score of R, `standardize_by_step_index`) or "gigpo" (outcome-only
   step credit through anchor states, `gigpo_advantages`, with gigpo_gamma
@@ -69,6 +72,7 @@ class RewardConfig:
   policy_band: tuple[float, float] = (0.125, 0.875)
   rm_band: tuple[float, float] = (0.2, 0.8)
   lone_step: str = "raw"
+  step_scale: str = "step_index"
   drop_zero_advantage: bool = True
   advantage: str = "step_index"
   gigpo_gamma: float = 0.95
@@ -90,6 +94,11 @@ class RewardConfig:
     if cfg.lone_step not in LONE_STEP_MODES:
       raise ConfigError(
         f"{where}.lone_step: {cfg.lone_step!r} is not one of {LONE_STEP_MODES}"
+      )
+    if cfg.step_scale not in STEP_SCALE_MODES:
+      raise ConfigError(
+        f"{where}.step_scale: {cfg.step_scale!r} is not one of "
+        f"{STEP_SCALE_MODES}"
       )
     if cfg.advantage not in ADVANTAGE_MODES:
       raise ConfigError(
@@ -129,7 +138,9 @@ def policy_advantages(episodes, outcome, R, M, cfg: RewardConfig):
       gamma=cfg.gigpo_gamma,
       omega=cfg.gigpo_omega,
     )
-  return standardize_by_step_index(R, M, lone_step=cfg.lone_step)
+  return standardize_by_step_index(
+    R, M, lone_step=cfg.lone_step, scale=cfg.step_scale
+  )
 
 
 def _images(table, *index) -> tuple:
