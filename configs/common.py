@@ -21,6 +21,9 @@ def optim(
       "grad_clip": 1.0,
       "clip_eps": 0.2,
       "kl_beta": 0.01,
+      # k3 KL to the reference policy (the loaded start, kept frozen), as
+      # GRPO's beta; 0 = none (the reference's loss has only kl_beta's).
+      "ref_kl_beta": 0.0,
       # Bound on |log pi - log pi_old| before exp in the loss: keeps the
       # ratio and k3 KL finite on far off-policy tokens (e^10 ~ 2.2e4).
       "ratio_clamp": 10.0,

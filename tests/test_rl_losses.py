@@ -217,3 +217,39 @@ def test_shape_errors():
     ppo_clip_kl_loss(
       z, z[:, :2], np.zeros(2, np.float32), np.ones((2, 3), bool)
     )
+
+
+def test_reference_kl_term_matches_numpy_and_is_zero_at_the_reference():
+  new, old, adv, mask = random_batch(3)
+  rng = np.random.default_rng(11)
+  ref = (new + rng.normal(0.0, 0.4, size=new.shape)).astype(np.float32)
+  base_sum, _, base = ppo_clip_kl_loss(new, old, adv, mask)
+  loss_sum, denom, m = ppo_clip_kl_loss(
+    new, old, adv, mask, logp_ref=ref, ref_kl_beta=0.3
+  )
+  # k3 of log pi_new - log pi_ref per token, token mean, sample sum.
+  expected = 0.0
+  for b in range(new.shape[0]):
+    idx = np.nonzero(mask[b])[0]
+    if idx.size:
+      d = new[b, idx].astype(np.float64) - ref[b, idx]
+      expected += np.mean(np.exp(-d) - 1 + d)
+  assert expected > 0
+  np.testing.assert_allclose(float(m["ref_kl"]), expected, rtol=1e-5)
+  np.testing.assert_allclose(
+    float(loss_sum), float(base_sum) + 0.3 * expected, rtol=1e-5
+  )
+  assert float(base["ref_kl"]) == 0.0
+  # At the reference itself the term and its gradient vanish.
+  grad = jax.grad(
+    lambda lp, r: ppo_clip_kl_loss(
+      lp, old, adv, mask, logp_ref=r, ref_kl_beta=5.0
+    )[0]
+  )
+  np.testing.assert_allclose(
+    np.asarray(grad(jnp.asarray(new), jnp.asarray(new))),
+    np.asarray(grad(jnp.asarray(new), None)),
+    atol=1e-6,
+  )
+  with pytest.raises(ValueError, match="logp_ref"):
+    ppo_clip_kl_loss(new, old, adv, mask, logp_ref=ref[:, :3])

@@ -1,5 +1,7 @@
 """Learner: on-policy ratio, exact micro-batch accumulation, real updates."""
 
+import dataclasses
+
 import jax
 import numpy as np
 import pytest
@@ -336,3 +338,32 @@ def test_warm_up_scales_the_learners_first_updates():
   # A reset optimizer restarts the warm-up.
   learner.reset_optimizer()
   np.testing.assert_allclose(_largest_step(learner, samples), 2.5e-3, 1e-3)
+
+
+def test_reference_kl_pulls_the_policy_back_to_the_frozen_start():
+  model = Qwen(CFG, rngs=nnx.Rngs(0))
+  samples = _samples(model)
+  start = jax.tree.map(np.asarray, nnx.state(model))
+  cfg = OptimConfig(
+    learning_rate=1e-2, micro_batch_size=2, kl_beta=0.0, ref_kl_beta=1.0
+  )
+  learner = Learner(model, cfg)
+  first = learner.update(samples)
+  assert first["ref_kl"] == 0.0  # the start is the reference
+  for _ in range(3):
+    learner.update(samples)
+  # The reference stays the start although the updates donate the state.
+  for a, b in zip(
+    jax.tree.leaves(jax.tree.map(np.asarray, learner.ref_state)),
+    jax.tree.leaves(start),
+    strict=True,
+  ):
+    np.testing.assert_array_equal(a, b)
+  # With no advantage left, only the reference term moves the policy: its
+  # KL to the start falls from update to update.
+  neutral = [dataclasses.replace(s, advantage=0.0) for s in samples]
+  kls = [learner.update(neutral)["ref_kl"] for _ in range(4)]
+  assert kls[0] > 1e-4 and kls[-1] < 0.5 * kls[0], kls
+  # Without the term no copy is kept.
+  plain = Learner(Qwen(CFG, rngs=nnx.Rngs(0)), OptimConfig(1e-2))
+  assert plain.ref_state is None and plain.update(samples)["ref_kl"] == 0.0

@@ -293,7 +293,16 @@ class LoopBase:
       f"{role}/samples_available": available,
       f"{role}/samples_trained": len(samples),
     }
-    for key in ("loss", "pg_loss", "kl", "clip_frac", "grad_norm", "ratio"):
+    keys = (
+      "loss",
+      "pg_loss",
+      "kl",
+      "ref_kl",
+      "clip_frac",
+      "grad_norm",
+      "ratio",
+    )
+    for key in keys:
       if out:
         metrics[f"{role}/{key}"] = sum(o[key] for o in out) / len(out)
     if out:

@@ -59,9 +59,9 @@ OPTIM_LOOP_KEYS = (
 class OptimConfig:
   """AdamW (learning_rate, b1, b2, eps, weight_decay, grad_clip: global-norm
   clipping, warmup_updates: `learning_rate_schedule`), the PPO-clip loss
-  (clip_eps, kl_beta, ratio_clamp), the update layout (micro_batch_size
-  rows per jitted call, logprob_chunk sequence positions per vocabulary
-  projection, max_seq_len the longest sample) and early stopping
+  (clip_eps, kl_beta, ratio_clamp, ref_kl_beta), the update layout
+  (micro_batch_size rows per jitted call, logprob_chunk sequence positions
+  per vocabulary projection, max_seq_len the longest sample) and early stopping
   (target_kl). Built from a config section by `from_config`."""
 
   learning_rate: float = 1e-6
@@ -74,6 +74,9 @@ class OptimConfig:
   grad_clip: float = 1.0
   clip_eps: float = 0.2
   kl_beta: float = 0.01
+  # Weight of the k3 KL to the reference policy: the parameters the learner
+  # was built with (the warm start), kept frozen. 0 keeps no copy.
+  ref_kl_beta: float = 0.0
   # |log-ratio| bound before exp in the loss (`ppo_clip_kl_loss`).
   ratio_clamp: float = 10.0
   micro_batch_size: int = 4
@@ -342,10 +345,15 @@ class GradAccumulator:
     )
 
 
-def _loss_terms(graphdef, cfg: OptimConfig, state, batch):
-  """(loss_sum, (denom, metrics)) of one micro-batch ([b, T] arrays)."""
+def _loss_terms(graphdef, cfg: OptimConfig, state, ref_state, batch):
+  """(loss_sum, (denom, metrics)) of one micro-batch ([b, T] arrays); the
+  reference policy's log-probs come from ref_state (None: no such term)."""
   model = nnx.merge(graphdef, state)
   lp = batch_logprobs(model, batch, cfg.logprob_chunk)
+  ref_lp = None
+  if ref_state is not None:
+    ref_model = nnx.merge(graphdef, ref_state)
+    ref_lp = batch_logprobs(ref_model, batch, cfg.logprob_chunk)
   loss_sum, denom, metrics = ppo_clip_kl_loss(
     lp,
     batch["old_logprobs"],
@@ -354,11 +362,15 @@ def _loss_terms(graphdef, cfg: OptimConfig, state, batch):
     clip_eps=cfg.clip_eps,
     kl_beta=cfg.kl_beta,
     ratio_clamp=cfg.ratio_clamp,
+    logp_ref=ref_lp,
+    ref_kl_beta=cfg.ref_kl_beta,
   )
   return loss_sum, (denom, metrics)
 
 
-def _accumulate(graphdef, cfg: OptimConfig, state, acc: GradAccumulator, batch):
+def _accumulate(
+  graphdef, cfg: OptimConfig, state, ref_state, acc: GradAccumulator, batch
+):
   """Adds one micro-batch's gradient of the loss SUM (and its denominator
   and metric sums) to `acc`; batch holds [b, T] arrays. Returns (the new
   accumulator, the micro-batch's mean PPO ratio).
@@ -370,7 +382,7 @@ def _accumulate(graphdef, cfg: OptimConfig, state, acc: GradAccumulator, batch):
   grad_fn = jax.value_and_grad(
     functools.partial(_loss_terms, graphdef, cfg), has_aux=True
   )
-  (loss_sum, (denom, metrics)), grads = grad_fn(state, batch)
+  (loss_sum, (denom, metrics)), grads = grad_fn(state, ref_state, batch)
   acc = acc.add(grads, loss_sum, denom, metrics)
   return acc, metrics["ratio"] / jnp.maximum(denom, 1.0)
 
@@ -434,12 +446,21 @@ class Learner:
       ),
     )
     state_sh = jax.tree.map(lambda x: x.sharding, self.state)
+    # The reference policy: a frozen copy in buffers of its own (the
+    # update donates self.state's).
+    self.ref_state = (
+      jax.jit(lambda s: jax.tree.map(jnp.copy, s), out_shardings=state_sh)(
+        self.state
+      )
+      if cfg.ref_kl_beta > 0
+      else None
+    )
     self.reset_optimizer()
     opt_sh = jax.tree.map(lambda x: x.sharding, self.opt_state)
     self._batch_axis = dict(rules).get("batch")
     self._accumulate = jax.jit(
       functools.partial(_accumulate, self.graphdef, cfg),
-      donate_argnums=(1,),
+      donate_argnums=(2,),
     )
     # (the accumulator is not donated: no output has its shapes left to
     # reuse it)
@@ -530,7 +551,7 @@ class Learner:
       packed = pack_samples(chunk, T, b, self.pad_id)
       packed.update(pack_image_inputs(chunk, T, b, self.vl_cfg))
       batch = self._place_batch(packed)
-      acc, ratio = self._accumulate(self.state, acc, batch)
+      acc, ratio = self._accumulate(self.state, self.ref_state, acc, batch)
       first_ratio = ratio if first_ratio is None else first_ratio
     if max_kl is not None:
       denom, kl_sum = distributed.to_host((acc.denom, acc.metric_sums["kl"]))
