@@ -17,8 +17,9 @@ PRESETS = [
 @pytest.mark.parametrize("module, preset", PRESETS)
 @pytest.mark.parametrize("role", ["policy", "reward"])
 def test_optim_config_keeps_the_hand_copied_values(module, preset, role):
-  """The fields the loop copied by hand before, plus b1 / b2 / eps /
-  ratio_clamp at the values the learner used then (OptimConfig defaults)."""
+  """The fields the loop copied by hand before (and the warm-up and
+  reference-KL fields added since), plus b1 / b2 / eps / ratio_clamp at the
+  values the learner used then (OptimConfig defaults)."""
   section = module.get_config(preset).optim[role]
   cfg = OptimConfig.from_config(section, max_seq_len=77)
   hand_copied = OptimConfig(
@@ -31,6 +32,8 @@ def test_optim_config_keeps_the_hand_copied_values(module, preset, role):
     logprob_chunk=section.logprob_chunk,
     max_seq_len=77,
     target_kl=section.target_kl,
+    warmup_updates=section.warmup_updates,
+    ref_kl_beta=section.ref_kl_beta,
   )
   assert cfg == hand_copied
   assert (cfg.b1, cfg.b2, cfg.eps, cfg.ratio_clamp) == (0.9, 0.999, 1e-8, 10.0)
