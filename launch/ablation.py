@@ -18,6 +18,11 @@ rows, run when named in --stages (e.g. --stages=Policy,GiGPO):
            them; alone it uses continued_sft.seconds or .updates)
 Writes
 ABLATION.md (table + command), ablation_curves.png and per-run workdirs.
+A finished run leaves a record of its config (run_record.json): a later
+invocation reads that run from its metrics and final outcomes instead of
+running it again (so an ablation can span sessions or machines by
+carrying those three small files; rla_jax.metrics.run_record), and
+refuses a record of another config by name.
 
   python launch/ablation.py --config=alfworld --seeds=0,1 \
       --out=runs/ablation [--config.total_steps=8 ...]
@@ -135,6 +140,8 @@ def main(argv):
     check_stages_and_seeds(_STAGES.value, _SEEDS.value)
   except ConfigError as e:
     fail(e)
+  import jax
+
   from rla_jax.metrics import (
     MetricsWriter,
     last_values,
@@ -143,6 +150,7 @@ def main(argv):
     write_ablation_table,
   )
   from rla_jax.metrics.keys import EVAL_START_RECORDED
+  from rla_jax.metrics.run_record import finished_run, write_run_record
   from rla_jax.rl.evaluation import read_run_outcomes
   from rla_jax.rl.loops import make_loop
 
@@ -179,12 +187,19 @@ def main(argv):
         config.continued_sft.seconds = seconds  # the same wall time
         log(f"ablation: SFT for {seconds:.1f} s per step (RL runs' mean)")
       workdir = os.path.join(_OUT.value, stage.strip("+"), f"seed{seed}")
-      log(f"ablation: stage {stage}, seed {seed} -> {workdir}")
       try:
-        loop = make_loop(config, workdir, log=log)
+        if finished_run(workdir, config):
+          log(
+            f"ablation: stage {stage}, seed {seed}: finished earlier in "
+            f"{workdir}; read, not run again"
+          )
+        else:
+          log(f"ablation: stage {stage}, seed {seed} -> {workdir}")
+          make_loop(config, workdir, log=log).run()
+          if jax.process_index() == 0:
+            write_run_record(workdir, config, stage=stage, seed=int(seed))
       except ConfigError as e:  # bad input: one message, no traceback
         fail(e)  # any other error is a bug: it keeps its traceback
-      loop.run()
       history = MetricsWriter.read_history(workdir)
       if seed not in before:
         if not history or not any(k.startswith("eval/") for k in history[0]):
@@ -212,8 +227,6 @@ def main(argv):
     **{s: results[s] for s in ALL_STAGES if s in results},
   }
   curves = {s: curves[s] for s in ALL_STAGES if s in curves}
-  import jax
-
   if jax.process_index() != 0:  # one writer on a multi-host run
     return
   os.makedirs(_OUT.value, exist_ok=True)

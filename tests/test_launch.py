@@ -273,6 +273,67 @@ def _run_ablation_with_failing_loop(kind, tmp_path):
   )
 
 
+# Runs launch/ablation.py's main with a stand-in loop that only writes a
+# run's metrics (start and final evaluation) and says it ran: the runner's
+# bookkeeping, not the loop, is under test.
+_ABLATION_WITH_METRICS_ONLY_LOOP = """
+from absl import app
+from launch import ablation
+from rla_jax.metrics import MetricsWriter
+from rla_jax.rl import loops
+class MetricsOnlyLoop:
+  def __init__(self, config, workdir):
+    self.config, self.workdir = config, workdir
+  def run(self):
+    print("loop ran", self.workdir)
+    with MetricsWriter(self.workdir, display_stream=None) as w:
+      for step in range(self.config.total_steps + 1):
+        ends = step in (0, self.config.total_steps)
+        w.write(step, {"eval/in_distribution_success": 0.25 + 0.1 * step}
+                if ends else {"train/rollout_accuracy": 0.5})
+loops.make_loop = lambda config, workdir, **kw: MetricsOnlyLoop(config, workdir)
+app.run(ablation.main, flags_parser=ablation._parse_flags)
+"""
+
+
+def test_ablation_reads_a_finished_run_instead_of_running_it(tmp_path):
+  def ablation(*extra):
+    return subprocess.run(
+      [
+        sys.executable,
+        "-c",
+        _ABLATION_WITH_METRICS_ONLY_LOOP,
+        f"--config={os.path.join(ROOT, 'configs', 'alfworld.py')}:smoke",
+        f"--out={tmp_path}",
+        "--stages=Policy,+Judge",
+        *extra,
+      ],
+      capture_output=True,
+      text=True,
+      timeout=240,
+      env={**os.environ, "RLA_JAX_XLA_CACHE": ""},
+      cwd=ROOT,
+    )
+
+  first = ablation()
+  assert first.returncode == 0, first.stderr[-2000:]
+  assert first.stdout.count("loop ran") == 2
+  assert os.path.exists(tmp_path / "Policy" / "seed0" / "run_record.json")
+  table = (tmp_path / "ABLATION.md").read_text()
+  # Carried to another machine without checkpoints: read, not run again.
+  second = ablation()
+  assert second.returncode == 0, second.stderr[-2000:]
+  assert second.stdout.count("loop ran") == 0
+  assert "finished earlier" in second.stderr
+  assert (tmp_path / "ABLATION.md").read_text().split("wall time")[1].split(
+    "\n", 1
+  )[1] == table.split("wall time")[1].split("\n", 1)[1]
+  # The same workdirs under another optimiser are another run: refused.
+  third = ablation("--config.optim.policy.learning_rate=1e-5")
+  _assert_one_error_line(third, "run_record.json: this run was made with")
+  assert third.stdout.count("loop ran") == 0
+
+
 def test_ablation_refuses_bad_config_and_keeps_tracebacks_of_bugs(tmp_path):
   proc = _run_ablation_with_failing_loop("config", tmp_path)
   _assert_one_error_line(proc, "config in make_loop")

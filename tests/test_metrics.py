@@ -644,3 +644,48 @@ def test_stage_difference_pairs_end_outcomes_run_by_run():
   ) in text
   assert "| Policy |" not in text
   assert stage_difference_markdown({"+Env": {"0": s0}}) == ""
+
+
+def _finished_workdir(tmp_path, config, steps: int) -> str:
+  """A workdir whose metrics reach `steps`, the last with an evaluation,
+  and a run record of `config`."""
+  from rla_jax.metrics.run_record import write_run_record
+
+  workdir = str(tmp_path / "run")
+  with MetricsWriter(workdir, display_stream=None) as w:
+    for step in range(steps + 1):
+      row = {"train/rollout_accuracy": 0.5}
+      if step in (0, steps):
+        row["eval/in_distribution_success"] = 0.25 + 0.1 * step
+      w.write(step, row)
+  write_run_record(workdir, config, stage="+Env", seed=0)
+  return workdir
+
+
+def test_finished_run_reads_only_a_record_of_the_same_config(tmp_path):
+  import ml_collections
+
+  from rla_jax.errors import ConfigError
+  from rla_jax.metrics.run_record import RECORD_FILE, finished_run
+
+  config = ml_collections.ConfigDict(
+    {"total_steps": 3, "seed": 0, "optim": {"learning_rate": 3e-4}}
+  )
+  assert not finished_run(str(tmp_path / "never_run"), config)
+  workdir = _finished_workdir(tmp_path, config, steps=3)
+  assert finished_run(workdir, config)
+  record = json.load(open(os.path.join(workdir, RECORD_FILE)))
+  assert record["stage"] == "+Env" and record["seed"] == 0
+  assert record["config"]["optim"]["learning_rate"] == 3e-4
+  # Another optimiser setting is another run: refused by name, not reused.
+  other = config.copy_and_resolve_references()
+  other.optim.learning_rate = 1e-4
+  with pytest.raises(ConfigError, match=f"{RECORD_FILE}: this run was made"):
+    finished_run(workdir, other)
+  # A record whose metrics stop before the final evaluation is refused.
+  with open(os.path.join(workdir, "metrics.jsonl")) as f:
+    rows = f.readlines()
+  with open(os.path.join(workdir, "metrics.jsonl"), "w") as f:
+    f.writelines(rows[:-1])
+  with pytest.raises(ConfigError, match="ends at step 2 without the final"):
+    finished_run(workdir, config)
