@@ -84,6 +84,7 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
     "metrics.jsonl",
     "summary.md",
     "learning_curves.png",
+    "run_record.json",
     "checkpoints/2",
   ):
     assert os.path.exists(os.path.join(full, path)), path
@@ -126,6 +127,10 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "resumed from checkpoint step" in resumed.stderr
   assert _rows(killed) == reference
+  records = [
+    json.load(open(os.path.join(d, "run_record.json"))) for d in (full, killed)
+  ]
+  assert records[0] == records[1] and records[0]["total_steps"] == 3
   if case == "coding":  # the resumed end eval paired with the restored start
     _check_coding_changes(_rows(killed), killed)
 

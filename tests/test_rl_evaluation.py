@@ -179,6 +179,35 @@ def test_expert_step_scores_label_the_experts_steps_plus_one():
   assert (scores[~mask] == 0).all()
 
 
+def test_judge_accuracy_on_own_steps_reads_only_the_judged_steps():
+  """The RL step's judge diagnostic: expert labels of the judged steps only
+  (0 elsewhere), and the majority vote's balanced accuracy against them."""
+  import types
+
+  from rla_jax.envs.alfworld import expert_plan, generate_split
+  from rla_jax.rl.alfworld_loop import judge_accuracy_on_own_steps
+
+  games = generate_split("train", 2, seed=3, room_size="small")
+  plan = expert_plan(games[0])
+  eps = [
+    types.SimpleNamespace(game=games[0], actions=plan, num_steps=len(plan)),
+    types.SimpleNamespace(game=games[1], actions=["look", "look"], num_steps=2),
+  ]
+  K = len(plan)
+  mask = np.zeros((2, K), bool)
+  mask[0, :2] = mask[1, 1] = True  # judged: two expert steps and one look
+  labels = evaluation.judged_step_labels(eps, mask)
+  assert labels == [[1, 1] + [0] * (K - 2), [0, -1]]
+  scores = np.full((2, K, 3), -1)
+  scores[0, 0] = [1, 1, -1]  # +1 by majority: right; step 1 voted -1: wrong
+  out = judge_accuracy_on_own_steps(eps, scores, mask)
+  # recall of +1: 1 of 2; recall of -1: 1 of 1
+  assert out["train/judge_balanced_accuracy"] == pytest.approx(0.75)
+  assert out["train/judge_label_positive_rate"] == pytest.approx(2 / 3)
+  mask[1, 1] = False  # one class only: no balanced accuracy to report
+  assert judge_accuracy_on_own_steps(eps, scores, mask) == {}
+
+
 def test_run_outcomes_keep_each_evaluation_and_drop_later_rows(tmp_path):
   from rla_jax.rl.evaluation import read_run_outcomes, write_run_outcomes
 

@@ -490,6 +490,8 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
       "env/accepted_this_step": resolution.num_accepted,
       **adaptation_metrics(self.pool, proposed),
     }
+    if is_judged:  # a diagnostic against the expert's labels (not trained on)
+      metrics.update(judge_accuracy_on_own_steps(episodes, scores, mask))
     if self.pool.accepted_accuracies:
       metrics["env/accepted_task_accuracy"] = float(
         np.mean(self.pool.accepted_accuracies)
@@ -497,3 +499,22 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
     return metrics
 
   # --------------------------------------------------------- evaluation
+
+
+def judge_accuracy_on_own_steps(episodes, scores, mask) -> dict[str, float]:
+  """The judge's balanced accuracy (majority of its m votes against the
+  expert's progress labels) on the steps an RL step judged: the policy's
+  own, current steps, not the fixed reference episodes of the evaluation.
+  scores [N, K, m], mask [N, K]. A diagnostic only: nothing trains on the
+  labels. Keys train/judge_balanced_accuracy and train/judge_label_positive
+  _rate (the true progress share of those steps); none without both
+  classes."""
+  b = evaluation.rm_process_breakdown(
+    scores, mask, evaluation.judged_step_labels(episodes, mask)
+  )
+  if not np.isfinite(b["balanced_accuracy"]):
+    return {}
+  return {
+    "train/judge_balanced_accuracy": b["balanced_accuracy"],
+    "train/judge_label_positive_rate": b["label_positive_rate"],
+  }

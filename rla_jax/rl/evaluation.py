@@ -51,6 +51,22 @@ def process_labels(episodes) -> list[list[int]]:
   ]
 
 
+def judged_step_labels(episodes, mask: np.ndarray) -> list[list[int]]:
+  """The expert's progress label (+1/-1) of each step with mask[n, k]
+  ([N, K], e.g. the steps an RL step judged), 0 at the others (which
+  `rm_process_breakdown` never reads): `process_labels` for a subset, as
+  labelling replays the episode up to the step."""
+  return [
+    [
+      (1 if label_progress(ep.game, ep.actions[:k], ep.actions[k]) else -1)
+      if mask[n, k]
+      else 0
+      for k in range(ep.num_steps)
+    ]
+    for n, ep in enumerate(episodes)
+  ]
+
+
 def expert_step_scores(episodes) -> tuple[np.ndarray, np.ndarray]:
   """The expert's progress labels as one vote per step: (S [N, K, 1] in
   {+1, -1}, 0 past an episode's end; mask [N, K]), K the longest episode

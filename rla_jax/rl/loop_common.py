@@ -30,6 +30,7 @@ from rla_jax.metrics import (
   write_summary,
 )
 from rla_jax.metrics.progress import RunProgress
+from rla_jax.metrics.run_record import write_run_record
 from rla_jax.models import load_qwen
 from rla_jax.models.gguf_io import cached_gguf_dir
 from rla_jax.rl import agent_text
@@ -392,6 +393,9 @@ class LoopBase:
       )
       changes = [f"{line}\n" for line in paired_change_lines(history)]
       self.log(f"{''.join(changes)}summary: {md}\ncurves: {png}")
+      # What the run was (its whole config): lets launch/ablation.py read
+      # this run later instead of running it again.
+      write_run_record(self.workdir, c)
     self.metrics.close()
     self.checkpointer.close()
     return history
