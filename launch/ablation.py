@@ -102,6 +102,12 @@ _OUT = flags.DEFINE_string("out", "runs/ablation", "Output directory.")
 _STAGES = flags.DEFINE_list(
   "stages", list(STAGES), f"Stages to run (extra: {list(EXTRA_STAGES)})."
 )
+_FINISHED_ONLY = flags.DEFINE_bool(
+  "finished_only",
+  False,
+  "Run nothing: the table and curves of the runs already finished in "
+  "--out (the others are listed as not run yet).",
+)
 
 
 def _set(config, dotted: str, value, stage: str) -> None:
@@ -150,9 +156,7 @@ def main(argv):
     write_ablation_table,
   )
   from rla_jax.metrics.keys import EVAL_START_RECORDED
-  from rla_jax.metrics.run_record import finished_run, write_run_record
   from rla_jax.rl.evaluation import read_run_outcomes
-  from rla_jax.rl.loops import make_loop
 
   enable_compilation_cache()
   base = _CONFIG.value
@@ -168,6 +172,7 @@ def main(argv):
   recorded = {}  # seed -> whether that row is the recorded start evaluation
   end_outcomes = {}  # stage -> seed -> split -> [N] final per-run outcomes
   step_seconds = {}  # seed -> wall seconds of its RL stage runs' steps
+  missing = []  # (with --finished_only) the runs not finished yet
   t_start = time.time()
   for stage in _STAGES.value:
     results[stage], curves[stage] = [], []
@@ -187,19 +192,9 @@ def main(argv):
         config.continued_sft.seconds = seconds  # the same wall time
         log(f"ablation: SFT for {seconds:.1f} s per step (RL runs' mean)")
       workdir = os.path.join(_OUT.value, stage.strip("+"), f"seed{seed}")
-      try:
-        if finished_run(workdir, config):
-          log(
-            f"ablation: stage {stage}, seed {seed}: finished earlier in "
-            f"{workdir}; read, not run again"
-          )
-        else:
-          log(f"ablation: stage {stage}, seed {seed} -> {workdir}")
-          make_loop(config, workdir, log=log).run()
-          if jax.process_index() == 0:
-            write_run_record(workdir, config, stage=stage, seed=int(seed))
-      except ConfigError as e:  # bad input: one message, no traceback
-        fail(e)  # any other error is a bug: it keeps its traceback
+      if not _run_or_read(stage, seed, config, workdir):
+        missing.append(f"{stage} seed {seed}")
+        continue
       history = MetricsWriter.read_history(workdir)
       if seed not in before:
         if not history or not any(k.startswith("eval/") for k in history[0]):
@@ -221,12 +216,18 @@ def main(argv):
       if rows and max(rows) > 0:  # the final evaluation's per-run outcomes
         end_outcomes.setdefault(stage, {})[seed] = rows[max(rows)]
       results[stage].append(last_values(history))
+  if not results["Before"]:
+    fail(
+      ConfigError(
+        f"--out={_OUT.value}: none of the runs asked for has finished"
+      )
+    )
   # Table and curves in Table-1 order, whatever order the stages ran in.
   results = {
     "Before": results["Before"],
-    **{s: results[s] for s in ALL_STAGES if s in results},
+    **{s: results[s] for s in ALL_STAGES if results.get(s)},
   }
-  curves = {s: curves[s] for s in ALL_STAGES if s in curves}
+  curves = {s: curves[s] for s in ALL_STAGES if curves.get(s)}
   if jax.process_index() != 0:  # one writer on a multi-host run
     return
   os.makedirs(_OUT.value, exist_ok=True)
@@ -242,7 +243,39 @@ def main(argv):
       f"steps per run: {base.total_steps}; wall time "
       f"{(time.time() - t_start) / 60:.1f} min.\n\n{table}\n"
     )
+    if missing:
+      f.write(f"\nNot run yet (left out): {', '.join(missing)}.\n")
   print(table)
+
+
+def _run_or_read(stage: str, seed: str, config, workdir: str) -> bool:
+  """Runs one (stage, seed) into workdir, or reads it if it finished
+  earlier with this config (its run_record.json). With --finished_only a
+  run not finished yet is left out (returns False) instead of run. A bad
+  config or a record of another config ends the ablation with one line;
+  any other error is a bug and keeps its traceback."""
+  import jax
+
+  from rla_jax.metrics.run_record import finished_run, write_run_record
+  from rla_jax.rl.loops import make_loop
+
+  try:
+    if finished_run(workdir, config):
+      log(
+        f"ablation: stage {stage}, seed {seed}: finished earlier in "
+        f"{workdir}; read, not run again"
+      )
+      return True
+    if _FINISHED_ONLY.value:
+      log(f"ablation: stage {stage}, seed {seed}: not run yet; left out")
+      return False
+    log(f"ablation: stage {stage}, seed {seed} -> {workdir}")
+    make_loop(config, workdir, log=log).run()
+  except ConfigError as e:
+    fail(e)
+  if jax.process_index() == 0:
+    write_run_record(workdir, config, stage=stage, seed=int(seed))
+  return True
 
 
 def _parse_flags(argv: list[str]) -> list[str]:

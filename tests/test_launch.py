@@ -328,6 +328,15 @@ def test_ablation_reads_a_finished_run_instead_of_running_it(tmp_path):
   assert (tmp_path / "ABLATION.md").read_text().split("wall time")[1].split(
     "\n", 1
   )[1] == table.split("wall time")[1].split("\n", 1)[1]
+  # A table of the finished runs only: nothing is run, the rest is listed.
+  fourth = ablation("--stages=Policy,+Reward", "--finished_only")
+  assert fourth.returncode == 0, fourth.stderr[-2000:]
+  assert fourth.stdout.count("loop ran") == 0
+  text = (tmp_path / "ABLATION.md").read_text()
+  assert "| Policy |" in text and "| +Reward |" not in text
+  assert "Not run yet (left out): +Reward seed 0." in text
+  none = ablation("--stages=+Env", "--finished_only")
+  _assert_one_error_line(none, "none of the runs asked for has finished")
   # The same workdirs under another optimiser are another run: refused.
   third = ablation("--config.optim.policy.learning_rate=1e-5")
   _assert_one_error_line(third, "run_record.json: this run was made with")
