@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from rla_jax.metrics.keys import is_wall_clock_key
@@ -96,6 +97,7 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
     assert reference[1]["policy/updates"] >= 1
     assert reference[1]["reward/updates"] >= 1
     _check_logged_changes(reference, full)
+    _check_judge_eval(full, env)
   if case == "coding":
     _check_coding_changes(reference, full)
 
@@ -149,6 +151,51 @@ def _check_logged_changes(rows, workdir):
     assert end[k.change] == pytest.approx(end[k.success] - start[k.success])
     assert end[k.change_stderr] >= 0
     assert f"- {split}_success {start[k.success]:.3f} -> " in summary
+
+
+def _check_judge_eval(workdir, env):
+  """launch/judge_eval.py on the finished run: its loop-reference table
+  reproduces the loop's logged start and end judge accuracy, on the same
+  steps with one more episode in "all"; --episodes outside [the loop's
+  reference episodes, the OOD runs] is one clear error."""
+  tool = os.path.join(ROOT, "launch", "judge_eval.py")
+
+  def judge_eval(episodes):
+    return subprocess.run(
+      [sys.executable, tool, f"--workdir={workdir}", f"--episodes={episodes}"],
+      env=env,
+      capture_output=True,
+      text=True,
+      timeout=600,
+      cwd=ROOT,
+    )
+
+  bad = judge_eval(9)
+  assert bad.returncode == 2 and "--episodes=9 must be in [" in bad.stderr
+  done = judge_eval(3)  # smoke: 2 reference episodes of 3 OOD runs
+  assert done.returncode == 0, done.stderr[-3000:]
+  with open(os.path.join(workdir, "judge_eval.json")) as f:
+    result = json.load(f)
+  assert result["loop_rows"] == "agree" and result["checkpoint_step"] == 2
+  ref, every = result["loop_reference"], result["all"]
+  assert (ref["num_episodes"], every["num_episodes"]) == (2, 3)
+  assert every["num_steps"] > ref["num_steps"] > 0
+  rows = _rows(workdir)
+  for key, name in (
+    ("eval/rm_process_balanced_accuracy", "balanced"),  # nan: a class absent
+    ("eval/rm_positive_rate", "positive_rate"),
+  ):
+    np.testing.assert_allclose(
+      np.array([ref[f"{name}_start"], ref[f"{name}_end"]], float),
+      np.array([rows[0][key], rows[-1][key]], float),  # null: nan
+      atol=1e-9,
+    )
+  assert 0 <= every["positive_rate_start"] <= 1
+  shares = result["episodes"]
+  assert shares["plus_steps"] == round(
+    every["label_positive_rate"] * every["num_steps"]
+  )
+  assert 0 <= shares["won_share"] <= 1
 
 
 def _check_coding_changes(rows, workdir):

@@ -1,0 +1,102 @@
+"""The judge's start-to-end change and its cluster-bootstrap standard error
+(rla_jax/rl/judge_change.py), on hand-computed cases."""
+
+import math
+
+import numpy as np
+import pytest
+
+from rla_jax.rl import evaluation
+from rla_jax.rl.judge_change import (
+  StepVotes,
+  judge_breakdown,
+  judge_change,
+  step_votes,
+)
+
+
+def test_breakdown_by_hand():
+  b = judge_breakdown(np.array([1, 1, -1, -1, 1]), np.array([1, -1, -1, -1, 1]))
+  assert b.plus_recall == 1.0
+  assert b.minus_recall == pytest.approx(2 / 3)
+  assert b.balanced == pytest.approx(5 / 6)
+  assert b.positive_rate == pytest.approx(3 / 5)
+  assert b.label_positive_rate == pytest.approx(2 / 5)
+
+
+def test_breakdown_without_a_class_is_nan():
+  b = judge_breakdown(np.array([1, -1]), np.array([-1, -1]))
+  assert math.isnan(b.plus_recall) and math.isnan(b.balanced)
+  assert b.minus_recall == 0.5
+
+
+def test_step_votes_keeps_real_steps_with_their_episode():
+  # 2 episodes, K = 3, m = 3; episode 1 has 2 real steps.
+  scores = np.array(
+    [
+      [[1, 1, -1], [1, -1, 0], [-1, -1, -1]],
+      [[1, 1, 1], [0, 1, 1], [1, 1, 1]],
+    ]
+  )
+  mask = np.array([[True, True, True], [True, True, False]])
+  labels = [[1, -1, -1], [-1, 1]]
+  sv = step_votes(scores, mask, labels)
+  np.testing.assert_array_equal(sv.votes, [1, -1, -1, 1, 1])
+  np.testing.assert_array_equal(sv.labels, [1, -1, -1, -1, 1])
+  np.testing.assert_array_equal(sv.episode, [0, 0, 0, 1, 1])
+
+
+def test_breakdown_agrees_with_the_loops_evaluation():
+  rng = np.random.default_rng(0)
+  scores = rng.choice([-1, 0, 1], size=(6, 9, 3))
+  mask = np.arange(9)[None] < rng.integers(1, 10, size=6)[:, None]
+  labels = [list(rng.choice([-1, 1], size=int(r.sum()))) for r in mask]
+  sv = step_votes(scores, mask, labels)
+  loop = evaluation.rm_process_breakdown(scores, mask, labels)
+  b = judge_breakdown(sv.votes, sv.labels)
+  assert b.balanced == pytest.approx(loop["balanced_accuracy"])
+  assert b.positive_rate == pytest.approx(loop["positive_rate"])
+  assert b.label_positive_rate == pytest.approx(loop["label_positive_rate"])
+
+
+def _votes(votes, labels, episode):
+  return StepVotes(np.array(votes), np.array(labels), np.array(episode))
+
+
+def test_unchanged_judge_has_zero_change_and_stderr():
+  sv = _votes([1, -1, -1, 1], [1, -1, 1, 1], [0, 0, 1, 1])
+  c = judge_change(sv, sv, draws=200)
+  assert c.change == 0.0 and c.stderr == 0.0
+  assert (c.num_steps, c.num_episodes) == (4, 2)
+
+
+def test_bootstrap_matches_the_exact_resampling_distribution():
+  # Episode 0 (labels +1, -1): start votes -1, -1 -> end +1, -1.
+  # Episode 1 (labels +1, -1): votes +1, -1 at both ends.
+  # Resamples of 2 episodes: {0,0} (p 1/4) diff 1 - 0.5 = 0.5; {1,1}
+  # (1/4) diff 0; {0,1} (1/2) diff 1 - 0.75 = 0.25. Mean 0.25, variance
+  # (1/4) 0.25^2 + (1/4) 0.25^2 = 0.03125.
+  start = _votes([-1, -1, 1, -1], [1, -1, 1, -1], [0, 0, 1, 1])
+  end = _votes([1, -1, 1, -1], [1, -1, 1, -1], [0, 0, 1, 1])
+  c = judge_change(start, end, draws=40000, seed=3)
+  assert c.start.balanced == 0.75 and c.end.balanced == 1.0
+  assert c.change == 0.25
+  assert c.stderr == pytest.approx(math.sqrt(0.03125), abs=0.004)
+  assert judge_change(start, end, draws=500, seed=1) == judge_change(
+    start, end, draws=500, seed=1
+  )
+
+
+def test_different_steps_are_refused():
+  a = _votes([1, -1], [1, -1], [0, 1])
+  b = _votes([1, -1], [1, 1], [0, 1])
+  with pytest.raises(ValueError, match="different steps"):
+    judge_change(a, b)
+
+
+def test_record_has_the_flat_keys():
+  sv = _votes([1, -1, -1, 1], [1, -1, 1, 1], [0, 0, 1, 1])
+  r = judge_change(sv, sv, draws=10).record()
+  assert r["balanced_start"] == r["balanced_end"] == pytest.approx(5 / 6)
+  assert r["plus_recall_end"] == pytest.approx(2 / 3)
+  assert r["label_positive_rate"] == 0.75 and r["num_episodes"] == 2
