@@ -17,7 +17,9 @@ rows, run when named in --stages (e.g. --stages=Policy,GiGPO):
            step time of the seed's earlier stage runs (list it after
            them; alone it uses continued_sft.seconds or .updates)
 Writes
-ABLATION.md (table + command), ablation_curves.png and per-run workdirs.
+ABLATION.md (table + command), ablation_curves.png and per-run workdirs;
+a run's judge_eval.json (launch/judge_eval.py, run after it) adds its
+judge change to the table.
 A finished run leaves a record of its config (run_record.json): a later
 invocation reads that run from its metrics and final outcomes instead of
 running it again (so an ablation can span sessions or machines by
@@ -30,6 +32,7 @@ refuses a record of another config by name.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -109,6 +112,8 @@ _FINISHED_ONLY = flags.DEFINE_bool(
   "--out (the others are listed as not run yet).",
 )
 
+_ARGV: list[str] = []  # the command as typed (before --config is rewritten)
+
 
 def _set(config, dotted: str, value, stage: str) -> None:
   """config.<dotted> = value; ConfigError if the config has no such key
@@ -173,6 +178,7 @@ def main(argv):
   end_outcomes = {}  # stage -> seed -> split -> [N] final per-run outcomes
   step_seconds = {}  # seed -> wall seconds of its RL stage runs' steps
   missing = []  # (with --finished_only) the runs not finished yet
+  judge_evals = {}  # stage -> seed -> judge_eval.json's "all" table
   t_start = time.time()
   for stage in _STAGES.value:
     results[stage], curves[stage] = [], []
@@ -216,6 +222,10 @@ def main(argv):
       if rows and max(rows) > 0:  # the final evaluation's per-run outcomes
         end_outcomes.setdefault(stage, {})[seed] = rows[max(rows)]
       results[stage].append(last_values(history))
+      judged = os.path.join(workdir, "judge_eval.json")
+      if os.path.exists(judged):  # launch/judge_eval.py's measurement
+        with open(judged) as f:
+          judge_evals.setdefault(stage, {})[seed] = json.load(f)["all"]
   if not results["Before"]:
     fail(
       ConfigError(
@@ -232,15 +242,15 @@ def main(argv):
     return
   os.makedirs(_OUT.value, exist_ok=True)
   table = write_ablation_table(
-    results, os.path.join(_OUT.value, "table.md"), end_outcomes
+    results, os.path.join(_OUT.value, "table.md"), end_outcomes, judge_evals
   )
   plot_ablation_curves(curves, os.path.join(_OUT.value, "ablation_curves.png"))
-  command = " ".join(["python"] + sys.argv)
+  command = " ".join(["python"] + _ARGV)  # as typed
   with open(os.path.join(_OUT.value, "ABLATION.md"), "w") as f:
     f.write(
       f"# Ablation ({base.name}:{base.preset})\n\n"
       f"Command: `{command}`\n\nSeeds: {', '.join(_SEEDS.value)}; "
-      f"steps per run: {base.total_steps}; wall time "
+      f"steps per run: {base.total_steps}; this invocation's wall time "
       f"{(time.time() - t_start) / 60:.1f} min.\n\n{table}\n"
     )
     if missing:
@@ -284,5 +294,6 @@ def _parse_flags(argv: list[str]) -> list[str]:
 
 
 if __name__ == "__main__":
+  _ARGV[:] = sys.argv
   sys.argv = resolve_config_arg(sys.argv)
   app.run(main, flags_parser=_parse_flags)

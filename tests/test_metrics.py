@@ -646,6 +646,69 @@ def test_stage_difference_pairs_end_outcomes_run_by_run():
   assert stage_difference_markdown({"+Env": {"0": s0}}) == ""
 
 
+def test_successive_difference_pairs_consecutive_stages():
+  from rla_jax.metrics.ablation import (
+    TABLE1_STAGES,
+    stage_difference_markdown,
+    successive_difference_markdown,
+  )
+
+  ref = {"in_distribution": [0, 0, 1, 1], "out_of_distribution": [0, 1, 0, 1]}
+  env = {"in_distribution": [1, 0, 1, 1], "out_of_distribution": [0, 0, 0, 1]}
+  runs = {"Policy": {"0": ref}, "+Judge": {"0": ref}, "+Env": {"0": env}}
+  text = successive_difference_markdown(runs, TABLE1_STAGES)
+  # +Judge equals Policy run by run; +Env - +Judge: ID d = (1,0,0,0), +25.0
+  # s.e. sqrt(0.25/4) = 25.0; OOD d = (0,-1,0,0): -25.0 (25.0)
+  assert "| +Judge - Policy | 1 | +0.0 (0.0) | +0.0 (0.0) |" in text
+  assert "| +Env - +Judge | 1 | +25.0 (25.0) | -25.0 (25.0) |" in text
+  assert "+Env - Policy" not in text
+  versus_policy = stage_difference_markdown(runs)
+  assert "| +Env | 1 | +25.0 (25.0) | -25.0 (25.0) |" in versus_policy
+  assert (
+    successive_difference_markdown({"+Env": {"0": env}}, TABLE1_STAGES) == ""
+  )
+
+
+def _judge_table(start, end, stderr, rate):
+  return {
+    "balanced_start": start,
+    "balanced_end": end,
+    "change": end - start,
+    "stderr": stderr,
+    "positive_rate_end": rate,
+    "label_positive_rate": 0.25,
+    "num_steps": 100,
+    "num_episodes": 8,
+  }
+
+
+def test_judge_change_table_by_hand():
+  from rla_jax.metrics.ablation import judge_change_markdown
+
+  text = judge_change_markdown(
+    {
+      "Policy": {"0": _judge_table(0.6, 0.6, 0.0, 0.2)},
+      "+Reward": {
+        "0": _judge_table(0.6, 0.56, 0.03, 0.1),
+        "1": _judge_table(0.6, 0.62, 0.04, 0.3),
+      },
+    }
+  )
+  # +Reward: changes -0.04, +0.02 -> mean -0.01, s.e. sqrt(0.03^2 +
+  # 0.04^2) / 2 = 0.025, std of (-0.04, 0.02); end 0.59, +1 rate 0.2.
+  std = np.std([-0.04, 0.02], ddof=1) * 100
+  assert f"| +Reward | 2 | 60.0 | 59.0 | -1.0 (2.5; {std:.1f}) | 20.0 |" in text
+  assert "| Policy | 1 | 60.0 | 60.0 | +0.0 (0.0) | 20.0 |" in text
+  assert "100 steps of 8 reference episodes" in text
+  assert "+1 share 25.0" in text
+  assert judge_change_markdown({}) == ""
+  other = dict(_judge_table(0.6, 0.6, 0.0, 0.2), num_steps=99)
+  with pytest.raises(ValueError, match="different steps"):
+    judge_change_markdown(
+      {"Policy": {"0": other, "1": _judge_table(0.6, 0.6, 0, 0.2)}}
+    )
+
+
 def _finished_workdir(tmp_path, config, steps: int) -> str:
   """A workdir whose metrics reach `steps`, the last with an evaluation,
   and a run record of `config`."""

@@ -21,6 +21,8 @@ from rla_jax.metrics.summary import (
   save_figure,
 )
 
+# The paper's Table-1 stages in order, each adding one component.
+TABLE1_STAGES = ("Policy", "+Judge", "+Reward", "+Env")
 ABLATION_CURVE_KEYS = (K.TRAIN_ROLLOUT_ACCURACY,) + tuple(
   k for _, k in K.TABLE1_COLUMNS
 )
@@ -143,6 +145,32 @@ def change_markdown(results: Mapping[str, Sequence[Mapping]]) -> str:
   )
 
 
+def _paired_difference_cells(ref: Mapping, seeds: Mapping) -> tuple[int, list]:
+  """(S, cells): over the S seeds both stages ran, per split, the mean of
+  `paired_difference(ref, stage)` and sqrt(sum_s e_s^2) / S, as "mean
+  (s.e.; seeds' std)" in points; S = 0 when none is common."""
+  from rla_jax.rl.evaluation import paired_difference  # (no import cycle)
+
+  common = [s for s in seeds if s in ref]
+  cells = []
+  for _, split in CHANGE_SPLITS if common else ():
+    diffs = [paired_difference(ref[s][split], seeds[s][split]) for s in common]
+    mean, std = mean_and_sample_std([d.change for d in diffs])
+    se = math.sqrt(math.fsum(d.stderr**2 for d in diffs)) / len(diffs)
+    spread = "" if std is None else f"; {100 * std:.1f}"
+    cells.append(f"{100 * mean:+.1f} ({100 * se:.1f}{spread})")
+  return len(common), cells
+
+
+def _difference_table(title: str, rows: list[str]) -> str:
+  """A titled markdown table of (Stage, seeds, one column per split)."""
+  if not rows:
+    return ""
+  head = "| Stage | seeds | " + " | ".join(t for t, _ in CHANGE_SPLITS) + " |"
+  sep = "|" + "---|" * (2 + len(CHANGE_SPLITS))
+  return "\n".join([title, "", head, sep, *rows]) + "\n"
+
+
 def stage_difference_markdown(
   end_outcomes: Mapping[str, Mapping[str, Mapping[str, Sequence[int]]]],
   reference: str = "Policy",
@@ -156,41 +184,37 @@ def stage_difference_markdown(
   so per seed the difference is `paired_difference(reference, stage)`;
   over the S seeds both stages ran: mean_s d_s, s.e. sqrt(sum_s e_s^2)/S.
   """
-  from rla_jax.rl.evaluation import paired_difference  # (no import cycle)
-
   ref = end_outcomes.get(reference)
-  if not ref:
-    return ""
-  lines = []
+  rows = []
   for stage, seeds in end_outcomes.items():
-    common = [s for s in seeds if s in ref and stage != reference]
-    if not common:
-      continue
-    cells = []
-    for _, split in CHANGE_SPLITS:
-      diffs = [
-        paired_difference(ref[s][split], seeds[s][split]) for s in common
-      ]
-      mean, std = mean_and_sample_std([d.change for d in diffs])
-      se = math.sqrt(math.fsum(d.stderr**2 for d in diffs)) / len(diffs)
-      spread = "" if std is None else f"; {100 * std:.1f}"
-      cells.append(f"{100 * mean:+.1f} ({100 * se:.1f}{spread})")
-    lines.append(f"| {stage} | {len(common)} | " + " | ".join(cells) + " |")
-  if not lines:
-    return ""
-  head = "| Stage | seeds | " + " | ".join(t for t, _ in CHANGE_SPLITS) + " |"
-  return (
-    "\n".join(
-      [
-        f"End success minus {reference}'s, paired run by run, in points: "
-        "mean over seeds (paired s.e. of that mean; seeds' sample std).",
-        "",
-        head,
-        "|" + "---|" * (2 + len(CHANGE_SPLITS)),
-        *lines,
-      ]
-    )
-    + "\n"
+    n, cells = _paired_difference_cells(ref or {}, seeds)
+    if n and stage != reference:
+      rows.append(f"| {stage} | {n} | " + " | ".join(cells) + " |")
+  return _difference_table(
+    f"End success minus {reference}'s, paired run by run, in points: "
+    "mean over seeds (paired s.e. of that mean; seeds' sample std).",
+    rows,
+  )
+
+
+def successive_difference_markdown(
+  end_outcomes: Mapping[str, Mapping[str, Mapping[str, Sequence[int]]]],
+  order: Sequence[str],
+) -> str:
+  """What each component adds: for consecutive stages a, b of `order`
+  that both ran (e.g. Policy, +Judge, +Reward, +Env), b's end success
+  minus a's, paired run by run as in `stage_difference_markdown`; ""
+  with fewer than two such stages."""
+  ran = [s for s in order if end_outcomes.get(s)]
+  rows = []
+  for a, b in zip(ran, ran[1:], strict=False):
+    n, cells = _paired_difference_cells(end_outcomes[a], end_outcomes[b])
+    if n:
+      rows.append(f"| {b} - {a} | {n} | " + " | ".join(cells) + " |")
+  return _difference_table(
+    "What each component adds: end success minus the previous stage's, "
+    "paired run by run, in points (paired s.e.; seeds' sample std).",
+    rows,
   )
 
 
@@ -226,16 +250,77 @@ def ablation_markdown(results: Mapping[str, Sequence[Mapping]]) -> str:
   return "\n".join(lines) + "\n" + (f"\n{changes}" if changes else "")
 
 
+def judge_change_markdown(
+  judge_evals: Mapping[str, Mapping[str, Mapping]],
+) -> str:
+  """Each stage's judge change measured by launch/judge_eval.py, in
+  percent: start, end, change "mean (s.e.; seeds' std)" and the end +1
+  vote rate; "" when no run has one.
+
+  judge_evals[stage][seed]: the "all" table of that run's judge_eval.json
+  (balanced_start/_end, change, stderr, positive_rate_end,
+  label_positive_rate, num_steps, num_episodes). Over S seeds: the mean
+  change and sqrt(sum_s e_s^2) / S, the s.e. of a mean of S independent
+  changes. Every run must have judged the same steps (ValueError).
+  """
+  runs = [t for seeds in judge_evals.values() for t in seeds.values()]
+  if not runs:
+    return ""
+  size = {(t["num_steps"], t["num_episodes"]) for t in runs}
+  if len(size) != 1:
+    raise ValueError(f"judge_eval runs judged different steps: {size}")
+  ((steps, episodes),) = size
+  lines = []
+  for stage, seeds in judge_evals.items():
+    if not seeds:
+      continue
+    t = list(seeds.values())
+    start = mean_and_sample_std([x["balanced_start"] for x in t])[0]
+    end = mean_and_sample_std([x["balanced_end"] for x in t])[0]
+    change, std = mean_and_sample_std([x["change"] for x in t])
+    se = math.sqrt(math.fsum(x["stderr"] ** 2 for x in t)) / len(t)
+    rate = mean_and_sample_std([x["positive_rate_end"] for x in t])[0]
+    spread = "" if std is None else f"; {100 * std:.1f}"
+    lines.append(
+      f"| {stage} | {len(t)} | {100 * start:.1f} | {100 * end:.1f} | "
+      f"{100 * change:+.1f} ({100 * se:.1f}{spread}) | {100 * rate:.1f} |"
+    )
+  share = 100 * runs[0]["label_positive_rate"]
+  return (
+    "\n".join(
+      [
+        f"Judge balanced process accuracy on {steps} steps of {episodes} "
+        "reference episodes (launch/judge_eval.py: the start and the final "
+        "judge, the same steps and vote seeds), in percent: mean over seeds; "
+        "change (paired cluster-bootstrap s.e. of that mean; seeds' sample "
+        f"std); labels' +1 share {share:.1f}.",
+        "",
+        "| Stage | seeds | start | end | change | end +1 rate |",
+        "|---|---|---|---|---|---|",
+        *lines,
+      ]
+    )
+    + "\n"
+  )
+
+
 def write_ablation_table(
   results: Mapping[str, Sequence[Mapping]],
   out_path: str,
   end_outcomes: Mapping | None = None,
+  judge_evals: Mapping | None = None,
 ) -> str:
   """Writes ``ablation_markdown(results)`` and, with the stages' end
-  outcomes, ``stage_difference_markdown`` to out_path; returns the text."""
+  outcomes, ``stage_difference_markdown`` and
+  ``successive_difference_markdown`` and, with their judge_eval
+  tables, ``judge_change_markdown`` to out_path; returns the text."""
   text = ablation_markdown(results)
-  differences = stage_difference_markdown(end_outcomes or {})
-  text += f"\n{differences}" if differences else ""
+  for extra in (
+    stage_difference_markdown(end_outcomes or {}),
+    successive_difference_markdown(end_outcomes or {}, TABLE1_STAGES),
+    judge_change_markdown(judge_evals or {}),
+  ):
+    text += f"\n{extra}" if extra else ""
   with open(out_path, "w", encoding="utf-8") as f:
     f.write(text)
   return text
