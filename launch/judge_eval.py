@@ -56,8 +56,8 @@ _ARGV: list[str] = []
 
 
 def run_config(workdir: str):
-  """The config a finished run ran (its run_record.json) and its number
-  of checkpointed steps; ConfigError naming what is missing."""
+  """The config a finished run ran (its run_record.json); ConfigError
+  naming what is missing (the record, or the checkpoints)."""
   import ml_collections
 
   from rla_jax.metrics.run_record import RECORD_FILE
