@@ -112,7 +112,9 @@ _FINISHED_ONLY = flags.DEFINE_bool(
   "--out (the others are listed as not run yet).",
 )
 
-_ARGV: list[str] = []  # the command as typed (before --config is rewritten)
+# The command as typed, before --config is rewritten (when run as a script;
+# a caller of main gets sys.argv as it stands).
+_ARGV: list[str] = []
 
 
 def _set(config, dotted: str, value, stage: str) -> None:
@@ -245,7 +247,7 @@ def main(argv):
     results, os.path.join(_OUT.value, "table.md"), end_outcomes, judge_evals
   )
   plot_ablation_curves(curves, os.path.join(_OUT.value, "ablation_curves.png"))
-  command = " ".join(["python"] + _ARGV)  # as typed
+  command = " ".join(["python"] + (_ARGV or sys.argv))  # as typed
   with open(os.path.join(_OUT.value, "ABLATION.md"), "w") as f:
     f.write(
       f"# Ablation ({base.name}:{base.preset})\n\n"

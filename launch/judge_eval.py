@@ -107,38 +107,13 @@ def reference_episodes(loop, n: int, cache: str) -> list:
       log(f"judge_eval: {n} reference episodes from {cache}")
       return loop.reference_episodes(kept["episodes"])
     log(f"judge_eval: {cache} holds other episodes; rolling out")
-  episodes = loop._eval_rollouts("out_of_distribution", {}, limit=n)
+  episodes = loop.reference_rollouts(n)
   if cache:
     with open(cache, "w") as f:
       json.dump(
         {"key": key, "episodes": [e.reference_record() for e in episodes]}, f
       )
   return episodes
-
-
-def judged_votes(loop, episodes, labels):
-  """`StepVotes` of the loop's current judge on the episodes: the first
-  eval.num_rm_episodes (the loop's reference) judged alone with the
-  loop's judge seed, exactly as its evaluation does (a judge batch's
-  layout can flip a vote), the rest with a seed of their own."""
-  import numpy as np
-
-  from rla_jax.rl.judge_change import StepVotes, step_votes
-  from rla_jax.rl.seeds import derive_seed
-
-  n = loop.config.eval.num_rm_episodes
-  seed = derive_seed(loop.config.eval.seed, 20)  # the loop's (evaluate)
-  parts = [(0, n, seed), (n, len(episodes), derive_seed(seed, 1))]
-  out = []
-  for lo, hi, s in parts:
-    if hi > lo:
-      j = loop._judge(episodes[lo:hi], s)
-      v = step_votes(j.scores, j.mask, labels[lo:hi])
-      out.append(StepVotes(v.votes, v.labels, v.episode + lo))
-  fields = ("votes", "labels", "episode")
-  return StepVotes(
-    *(np.concatenate([getattr(v, f) for v in out]) for f in fields)
-  )
 
 
 def loop_rows_agree(history, table: dict) -> str:
@@ -194,9 +169,9 @@ def score_run(workdir: str, episodes: int, cache: str, draws: int) -> dict:
   loop = make_loop(config, workdir, log=log)
   refs = reference_episodes(loop, episodes, cache)
   labels = process_labels(refs)
-  start = judged_votes(loop, refs, labels)
+  start = loop.judge_step_votes(refs, labels)
   step = loop.restore() - 1  # the final judge
-  end = judged_votes(loop, refs, labels)
+  end = loop.judge_step_votes(refs, labels)
   n = config.eval.num_rm_episodes
   in_ref = start.episode < n
 

@@ -1,18 +1,14 @@
 """The judge's start-to-end change and its cluster-bootstrap standard error
-(rla_jax/rl/judge_change.py), on hand-computed cases."""
+(rla_jax/rl/judge_change.py) and the step votes and recalls it compares
+(rla_jax/rl/judge_accuracy.py), on hand-computed cases."""
 
 import math
 
 import numpy as np
 import pytest
 
-from rla_jax.rl import evaluation
-from rla_jax.rl.judge_change import (
-  StepVotes,
-  judge_breakdown,
-  judge_change,
-  step_votes,
-)
+from rla_jax.rl.judge_accuracy import StepVotes, judge_breakdown, step_votes
+from rla_jax.rl.judge_change import judge_change
 
 
 def test_breakdown_by_hand():
@@ -44,19 +40,6 @@ def test_step_votes_keeps_real_steps_with_their_episode():
   np.testing.assert_array_equal(sv.votes, [1, -1, -1, 1, 1])
   np.testing.assert_array_equal(sv.labels, [1, -1, -1, -1, 1])
   np.testing.assert_array_equal(sv.episode, [0, 0, 0, 1, 1])
-
-
-def test_breakdown_agrees_with_the_loops_evaluation():
-  rng = np.random.default_rng(0)
-  scores = rng.choice([-1, 0, 1], size=(6, 9, 3))
-  mask = np.arange(9)[None] < rng.integers(1, 10, size=6)[:, None]
-  labels = [list(rng.choice([-1, 1], size=int(r.sum()))) for r in mask]
-  sv = step_votes(scores, mask, labels)
-  loop = evaluation.rm_process_breakdown(scores, mask, labels)
-  b = judge_breakdown(sv.votes, sv.labels)
-  assert b.balanced == pytest.approx(loop["balanced_accuracy"])
-  assert b.positive_rate == pytest.approx(loop["positive_rate"])
-  assert b.label_positive_rate == pytest.approx(loop["label_positive_rate"])
 
 
 def _votes(votes, labels, episode):

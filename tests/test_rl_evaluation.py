@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rla_jax.metrics import keys
-from rla_jax.rl import evaluation
+from rla_jax.rl import evaluation, judge_accuracy
 
 # 2 trajectories x 3 step slots x m=3 votes; trajectory 1 has 2 real steps.
 SCORES = np.array(
@@ -22,9 +22,9 @@ LABELS = [[1, 1, -1], [-1, 1]]
 
 def test_majority_vote_needs_a_strict_majority_of_plus_ones():
   np.testing.assert_array_equal(
-    evaluation.majority_vote(SCORES), [[1, -1, 1], [-1, 1, 1]]
+    judge_accuracy.majority_vote(SCORES), [[1, -1, 1], [-1, 1, 1]]
   )
-  assert evaluation.majority_vote(np.array([1, -1])) == -1  # tie
+  assert judge_accuracy.majority_vote(np.array([1, -1])) == -1  # tie
 
 
 def test_process_accuracy_and_breakdown_by_hand():

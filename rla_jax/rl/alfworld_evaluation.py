@@ -18,6 +18,7 @@ import numpy as np
 from rla_jax.metrics import keys
 from rla_jax.rl import evaluation
 from rla_jax.rl.alfworld_rollout import Episode
+from rla_jax.rl.judge_accuracy import StepVotes, step_votes
 from rla_jax.rl.loop_common import uses_given_models
 from rla_jax.rl.seeds import derive_seed
 from rla_jax.rl.start_evaluation import (
@@ -149,6 +150,31 @@ class AlfWorldEvaluation:
     if self.is_primary:
       evaluation.write_run_outcomes(self.workdir, row, won)
 
+  def reference_rollouts(self, n: int) -> list:
+    """The current policy's first n out-of-distribution evaluation runs:
+    at the start, the judge's reference episodes (its first
+    eval.num_rm_episodes) and, for a larger n, more of the same kind."""
+    return self._eval_rollouts("out_of_distribution", {}, limit=n)
+
+  def judge_step_votes(self, episodes, labels) -> StepVotes:
+    """The current judge's majority votes on every step of the episodes
+    (labels: the expert's, `evaluation.process_labels`). The first
+    eval.num_rm_episodes are judged alone with the evaluation's judge
+    seed, exactly as `evaluate` judges its reference (a judge batch's
+    layout can flip a vote), the rest with a seed of their own."""
+    n = self.config.eval.num_rm_episodes
+    seed = derive_seed(self.config.eval.seed, 20)  # evaluate's
+    parts = [(0, n, seed), (n, len(episodes), derive_seed(seed, 1))]
+    out = []
+    for lo, hi, s in parts:
+      if hi > lo:
+        j = self._judge(episodes[lo:hi], s)
+        v = step_votes(j.scores, j.mask, labels[lo:hi])
+        out.append(StepVotes(v.votes, v.labels, v.episode + lo))
+    return StepVotes(
+      *(np.concatenate([getattr(v, f) for v in out]) for f in StepVotes.FIELDS)
+    )
+
   def _ensure_rm_reference(self, timings: dict) -> None:
     """Without an evaluation before training (eval.at_start off, e.g. the
     ablation's later stages), the reference trajectories are rolled out
@@ -158,7 +184,7 @@ class AlfWorldEvaluation:
     if self.rm_reference is None:
       t0 = time.perf_counter()
       n = self.config.eval.num_rm_episodes
-      self.rm_reference = self._eval_rollouts("out_of_distribution", {}, n)
+      self.rm_reference = self.reference_rollouts(n)
       timings["judge_reference"] = time.perf_counter() - t0
 
   def evaluate(self, step: int) -> dict:

@@ -30,14 +30,8 @@ import numpy as np
 
 from rla_jax.envs.alfworld import label_progress
 from rla_jax.metrics import keys
+from rla_jax.rl.judge_accuracy import judge_breakdown, step_votes
 from rla_jax.rl.rewards import step_mask_from_lengths
-
-
-def majority_vote(scores: np.ndarray) -> np.ndarray:
-  """[..., m] scores in {+1, -1, 0} -> [...] +1 iff strictly more +1 votes
-  than the other votes, else -1."""
-  pos = (scores > 0).sum(-1)
-  return np.where(pos * 2 > scores.shape[-1], 1, -1)
 
 
 def process_labels(episodes) -> list[list[int]]:
@@ -86,26 +80,12 @@ def policy_parsed_rate(episodes) -> float:
   return float(np.mean(flags)) if flags else 0.0
 
 
-def _votes_and_labels(
-  scores: np.ndarray, mask: np.ndarray, labels: list[list[int]]
-) -> tuple[np.ndarray, np.ndarray]:
-  """([S] majority votes, [S] expert labels) of the S real steps."""
-  votes = majority_vote(scores)
-  pairs = [
-    (votes[n, k], lab)
-    for n, row in enumerate(labels)
-    for k, lab in enumerate(row)
-    if mask[n, k]
-  ]
-  return tuple(np.array(pairs, np.int64).reshape(-1, 2).T)
-
-
 def rm_process_accuracy(
   scores: np.ndarray, mask: np.ndarray, labels: list[list[int]]
 ) -> float:
   """Fraction of real steps whose majority vote equals the expert label."""
-  v, y = _votes_and_labels(scores, mask, labels)
-  return float((v == y).mean()) if y.size else float("nan")
+  v = step_votes(scores, mask, labels)
+  return float((v.votes == v.labels).mean()) if v.labels.size else math.nan
 
 
 def rm_process_breakdown(
@@ -113,23 +93,14 @@ def rm_process_breakdown(
 ) -> dict:
   """Majority-vote +1 rate, the expert's +1 label share (what a calibrated
   judge's +1 rate is near) and balanced accuracy (mean of the +1 and -1
-  recalls) over the real steps; a class with no step counts as nan."""
-  v, y = _votes_and_labels(scores, mask, labels)
-  if not y.size:
-    nan = float("nan")
-    return {
-      "positive_rate": nan,
-      "label_positive_rate": nan,
-      "balanced_accuracy": nan,
-    }
-  recalls = [
-    float((v[y == c] == c).mean()) if (y == c).any() else float("nan")
-    for c in (1, -1)
-  ]
+  recalls) over the real steps (`judge_accuracy.judge_breakdown`); a class
+  with no step counts as nan."""
+  v = step_votes(scores, mask, labels)
+  b = judge_breakdown(v.votes, v.labels)
   return {
-    "positive_rate": float((v > 0).mean()),
-    "label_positive_rate": float((y > 0).mean()),
-    "balanced_accuracy": float(np.mean(recalls)),
+    "positive_rate": b.positive_rate,
+    "label_positive_rate": b.label_positive_rate,
+    "balanced_accuracy": b.balanced,
   }
 
 
