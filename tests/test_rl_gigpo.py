@@ -14,6 +14,7 @@ from rla_jax.rl.advantages import (
   discounted_outcome_returns,
   gigpo_advantages,
 )
+from rla_jax.rl.phases import StepSamples
 from rla_jax.rl.training_data import RewardConfig, state_ids
 
 # Three rollouts of one task: won in 2 steps, lost after 3, won in 1.
@@ -115,3 +116,15 @@ def test_task_samples_train_on_gigpo_advantages():
   assert stats["policy_in_band"]
   want = gigpo_advantages(OUTCOME, IDS, MASK, gamma=0.5, omega=1.0)[MASK]
   np.testing.assert_allclose([s.advantage for s in policy], want[want != 0])
+  # 6 real steps; all but the lone state (rollout 1, step 2) get step credit
+  assert (stats["gigpo_steps"], stats["gigpo_credited_steps"]) == (6, 5)
+  samples = StepSamples()
+  samples.add(policy, [], stats)
+  samples.add([], [], {"policy_in_band": False, "rm_in_band": False})
+  m = samples.metrics()
+  assert m["train/gigpo_step_credit_share"] == 5 / 6
+  assert (m["train/policy_samples"], m["train/policy_tasks_in_band"]) == (
+    len(policy),
+    1,
+  )
+  assert "train/gigpo_step_credit_share" not in StepSamples().metrics()

@@ -427,10 +427,7 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
         self.reward_cfg,
         train_rm=self.config.reward.train_rm,
       )
-      samples.policy += policy
-      samples.reward += reward
-      samples.policy_tasks_in_band += stats["policy_in_band"]
-      samples.rm_tasks_in_band += stats["rm_in_band"]
+      samples.add(policy, reward, stats)
     return samples
 
   def _adapt(self, episodes, judged, rolled, resolution, step: int) -> int:
@@ -476,10 +473,7 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
         np.mean([episodes[r].num_steps for r in active_rows])
       ),
       "train/policy_parsed_rate": evaluation.policy_parsed_rate(episodes),
-      "train/policy_samples": len(samples.policy),
-      "train/rm_samples": len(samples.reward),
-      "train/policy_tasks_in_band": samples.policy_tasks_in_band,
-      "train/rm_tasks_in_band": samples.rm_tasks_in_band,
+      **samples.metrics(),
       "train/judge_positive_rate": float((scores[mask] > 0).mean())
       if is_judged
       else 0.0,

@@ -320,10 +320,7 @@ class GuiLoop(LoopBase):
         self.reward_cfg,
         train_rm=c.reward.train_rm,
       )
-      samples.policy += policy
-      samples.reward += reward
-      samples.policy_tasks_in_band += stats["policy_in_band"]
-      samples.rm_tasks_in_band += stats["rm_in_band"]
+      samples.add(policy, reward, stats)
     metrics = self.train_models(samples, step, t)
     with timed(t, "adaptation"):
       proposed = self._adapt(episodes, scores, rolled, resolution, step)

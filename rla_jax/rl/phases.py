@@ -175,6 +175,36 @@ class StepSamples:
   reward: list[Sample] = dataclasses.field(default_factory=list)
   policy_tasks_in_band: int = 0
   rm_tasks_in_band: int = 0
+  # reward.advantage="gigpo": the in-band tasks' real steps, and those of
+  # them whose anchor-state step advantage is not 0 (their state was also
+  # reached by another rollout whose return differed).
+  gigpo_steps: int = 0
+  gigpo_credited_steps: int = 0
+
+  def add(self, policy: list, reward: list, stats: dict) -> None:
+    """One task's samples and stats (`training_data.task_samples`)."""
+    self.policy += policy
+    self.reward += reward
+    self.policy_tasks_in_band += stats["policy_in_band"]
+    self.rm_tasks_in_band += stats["rm_in_band"]
+    self.gigpo_steps += stats.get("gigpo_steps", 0)
+    self.gigpo_credited_steps += stats.get("gigpo_credited_steps", 0)
+
+  def metrics(self) -> dict[str, float]:
+    """train/ counts of the step's samples and bands; with GiGPO, the share
+    of in-band steps that got step credit (train/gigpo_step_credit_share:
+    near 0 means GiGPO reduces to outcome-only GRPO)."""
+    out = {
+      "train/policy_samples": len(self.policy),
+      "train/rm_samples": len(self.reward),
+      "train/policy_tasks_in_band": self.policy_tasks_in_band,
+      "train/rm_tasks_in_band": self.rm_tasks_in_band,
+    }
+    if self.gigpo_steps:
+      out["train/gigpo_step_credit_share"] = (
+        self.gigpo_credited_steps / self.gigpo_steps
+      )
+    return out
 
 
 def adapt_tasks(

@@ -24,7 +24,9 @@ from rla_jax.rl.advantages import (
   LONE_STEP_MODES,
   STEP_SCALE_MODES,
   accuracy_in_band,
+  anchor_state_advantages,
   consistency_feedback_rewards,
+  discounted_outcome_returns,
   gigpo_advantages,
   outcome_balance_weights,
   policy_sample_keep_mask,
@@ -143,6 +145,20 @@ def policy_advantages(episodes, outcome, R, M, cfg: RewardConfig):
   )
 
 
+def gigpo_credit_counts(episodes, outcome, M, cfg: RewardConfig) -> dict:
+  """{"gigpo_steps": the group's real steps, "gigpo_credited_steps": those
+  whose anchor-state advantage A_S (`anchor_state_advantages`) is not 0}."""
+  step = anchor_state_advantages(
+    discounted_outcome_returns(outcome, M, cfg.gigpo_gamma),
+    state_ids(episodes, M.shape[1]),
+    M,
+  )
+  return {
+    "gigpo_steps": int(M.sum()),
+    "gigpo_credited_steps": int((step[M] != 0).sum()),
+  }
+
+
 def _images(table, *index) -> tuple:
   """The prompt images at table[index...] (GUI episodes and judgements
   carry them), or () for text prompts (table None)."""
@@ -182,6 +198,8 @@ def task_samples(
   if accuracy_in_band(acc, *cfg.policy_band):
     stats["policy_in_band"] = True
     A = policy_advantages(eps, outcome, R, M, cfg)
+    if cfg.advantage == "gigpo":
+      stats.update(gigpo_credit_counts(eps, outcome, M, cfg))
     keep = policy_sample_keep_mask(A, M, cfg.drop_zero_advantage)
     for n, ep in enumerate(eps):
       for k in range(ep.num_steps):
