@@ -37,7 +37,7 @@ from flax import nnx
 from rla_jax.errors import ConfigError
 from rla_jax.models import Qwen, load_qwen, save_qwen
 from rla_jax.tokenizer import load_tokenizer
-from rla_jax.warmstart import demos, drills, evaluate, sft
+from rla_jax.warmstart import build_metrics, drills
 from rla_jax.warmstart.bpe_tokenizer import train_bpe_tokenizer
 from rla_jax.warmstart.config import (
   config_hash,
@@ -84,57 +84,6 @@ def _cached(out_dir: str, digest: str) -> dict | None:
     "reward_dir": dirs["reward"],
     "report": {**marker["report"], "cache_hit": True},
   }
-
-
-def _policy_probe(cfg, tok, games):
-  """Success of the policy on the selection games; done at target_success."""
-  ps, ev, H = cfg["policy_sft"], cfg["eval"], cfg["history_steps"]
-
-  def measure(model):
-    play = _play(model, tok, games, ev, H, cfg["seed"] + 11)
-    return {"success_rate": play["success_rate"]}
-
-  return sft.Probe(
-    int(ps["eval_every"]),
-    measure,
-    lambda m: m["success_rate"] >= float(ps["target_success"]),
-  )
-
-
-def _judge_probe(cfg, tok, records):
-  """Balanced accuracy of the judge on the policy's own steps; done once it
-  lands in target_balanced with a +1 vote rate near the true +1 share."""
-  rs = cfg["rm_sft"]
-  lo, hi = (float(x) for x in rs["target_balanced"])
-
-  def measure(model):
-    return evaluate.judge_accuracy(
-      model,
-      tok,
-      records,
-      seed=cfg["seed"],
-      batch_size=cfg["eval"]["batch_size"],
-    )
-
-  def done(m):
-    close = abs(m["vote_positive_rate"] - m["label_positive_rate"]) <= 0.15
-    return lo <= m["balanced_accuracy"] <= hi and close
-
-  return sft.Probe(int(rs["eval_every"]), measure, done)
-
-
-def _play(model, tok, games, ev, history_steps, seed):
-  return evaluate.play_policy(
-    model,
-    tok,
-    games,
-    history_steps=history_steps,
-    max_steps=int(ev["max_steps"]),
-    temperature=float(ev["temperature"]),
-    greedy=bool(ev["greedy"]),
-    seed=seed,
-    batch_size=int(ev["batch_size"]),
-  )
 
 
 def _drill_samples(tok, data: WarmStartData, cfg) -> list[tuple]:
@@ -216,7 +165,7 @@ def _policy_stage(store, policy_key, drill, tok, data, cfg, log):
     int(cfg["seed"]) + 1,
     tok.pad_token_id,
     log,
-    probe=_policy_probe(cfg, tok, data.select_games)
+    probe=build_metrics.policy_probe(cfg, tok, data.select_games)
     if int(ps["eval_every"])
     else None,
     checkpoint_every=int(ps["eval_every"]) or 0,
@@ -239,7 +188,7 @@ def _judge_stage(store, digest, drill, policy, tok, data, cfg, log):
   scratch) fine-tuned on the labelled judge examples, probed on
   rm_max_steps of the policy's own steps in the judge games."""
   seed, ev, rs = int(cfg["seed"]), cfg["eval"], cfg["rm_sft"]
-  own = _play(
+  own = build_metrics.play_games(
     policy, tok, data.judge_games, ev, cfg["history_steps"], seed + 23
   )["records"]
   rm_init = {
@@ -253,7 +202,9 @@ def _judge_stage(store, digest, drill, policy, tok, data, cfg, log):
     )
     for e in data.judge_ex
   ]
-  probe_records = _sample_records(own, int(ev["rm_max_steps"]), seed)
+  probe_records = build_metrics.sample_records(
+    own, int(ev["rm_max_steps"]), seed
+  )
   reward, rm_info = train_stage(
     store,
     "rm_sft",
@@ -264,7 +215,7 @@ def _judge_stage(store, digest, drill, policy, tok, data, cfg, log):
     seed + 2,
     tok.pad_token_id,
     log,
-    probe=_judge_probe(cfg, tok, probe_records)
+    probe=build_metrics.judge_probe(cfg, tok, probe_records)
     if int(rs["eval_every"])
     else None,
     checkpoint_every=int(rs["eval_every"]) or 0,
@@ -377,9 +328,9 @@ def _report(
 
 
 def _evaluate(policy, judge: JudgeStage, drill, reused, tok, data, cfg, log):
-  """The final metrics (`_final_metrics`) with the policy's held-out losses
-  before and after SFT."""
-  metrics = _final_metrics(
+  """The final metrics (`build_metrics.final_metrics`) with the policy's
+  held-out losses before and after SFT."""
+  metrics = build_metrics.final_metrics(
     policy, judge.model, tok, data, cfg, judge.probe_records, log
   )
   # The drill base's held-out loss: measured here when the drill stage ran
@@ -390,7 +341,9 @@ def _evaluate(policy, judge: JudgeStage, drill, reused, tok, data, cfg, log):
   else:
     before = None
   metrics["policy"].update(
-    _heldout_losses(drill.model, policy, tok, data, cfg, log, before)
+    build_metrics.heldout_losses(
+      drill.model, policy, tok, data, cfg, log, before
+    )
   )
   return metrics
 
@@ -442,78 +395,6 @@ class _DrillBase:
     if self._info is None and reused is not None:
       return reused.drill_info
     return self._info if self._info is not None else {}
-
-
-def _heldout_losses(base_model, policy, tok, data, cfg, log, before=None):
-  """Response loss on held-out demonstrated states before / after SFT;
-  `before` given: the base's loss, measured elsewhere (base_model unused)."""
-  held = [
-    drills.boxed_answer_sample(tok, e.prompt_text, e.response_text, 1.0)
-    for e in demos.policy_examples(
-      data.heldout_eps, cfg["history_steps"], cfg["policy_answer"]
-    )
-  ][:128]
-  lm, pad = int(cfg["policy_sft"]["length_multiple"]), tok.pad_token_id
-  if before is None:
-    before = sft.response_loss(
-      base_model(), held, pad_id=pad, length_multiple=lm
-    )
-  after = sft.response_loss(policy, held, pad_id=pad, length_multiple=lm)
-  log(f"[warmstart] policy held-out response loss {before:.4f} -> {after:.4f}")
-  return {
-    "heldout_response_loss_before": before,
-    "heldout_response_loss_after": after,
-  }
-
-
-def _sample_records(records, num, seed):
-  pick = np.random.default_rng([seed, 0xE7A]).permutation(len(records))
-  return [records[i] for i in sorted(pick[:num])]
-
-
-def _final_metrics(policy, reward, tok, data, cfg, own_records, log) -> dict:
-  """The report's policy and judge measurements (held-out games/states)."""
-  ev, H, seed = cfg["eval"], cfg["history_steps"], int(cfg["seed"])
-  play = _play(policy, tok, data.eval_games, ev, H, seed)
-  log(
-    f"[warmstart] policy success {play['success_rate']:.3f} on "
-    f"{play['num_games']} held-out games (mean steps {play['mean_steps']:.1f})"
-  )
-  choice = evaluate.choice_accuracy_by_verb(
-    policy, tok, data.heldout_eps, history_steps=H, seed=seed
-  )
-  log(f"[warmstart] greedy choice accuracy by verb: {json.dumps(choice)}")
-  batch = int(ev["batch_size"])
-  rm_own = evaluate.judge_accuracy(
-    reward, tok, own_records, seed=seed, batch_size=batch
-  )
-  rm_held = evaluate.judge_accuracy(
-    reward,
-    tok,
-    [evaluate.StepRecord(*e.parts, e.label) for e in data.heldout_judge],
-    seed=seed,
-    batch_size=batch,
-  )
-  log(
-    "[warmstart] judge on the policy's steps: accuracy "
-    f"{rm_own['accuracy']:.3f}, balanced {rm_own['balanced_accuracy']:.3f}, "
-    f"+1 votes {rm_own['vote_positive_rate']:.3f} "
-    f"(+1 labels {rm_own['label_positive_rate']:.3f})"
-  )
-  return {
-    "policy": {
-      "success_rate": play["success_rate"],
-      "mean_steps": play["mean_steps"],
-      "num_games": play["num_games"],
-      "eval": dict(ev),
-      "choice_accuracy_by_verb": choice,
-      "expert_demo_success": float(np.mean([e.won for e in data.demo_eps])),
-    },
-    "reward_model": {
-      "on_policy_steps": rm_own,
-      "on_heldout_noisy_steps": rm_held,
-    },
-  }
 
 
 def jax_leaves(model):
