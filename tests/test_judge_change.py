@@ -83,3 +83,21 @@ def test_record_has_the_flat_keys():
   assert r["balanced_start"] == r["balanced_end"] == pytest.approx(5 / 6)
   assert r["plus_recall_end"] == pytest.approx(2 / 3)
   assert r["label_positive_rate"] == 0.75 and r["num_episodes"] == 2
+
+
+def test_outcome_shares_by_hand():
+  from types import SimpleNamespace
+
+  from launch.judge_eval import outcome_shares
+
+  episodes = [SimpleNamespace(won=w) for w in (True, False, True)]
+  labels = [[-1, -1, 1], [1, -1, 1, 1], [1]]
+  shares = outcome_shares(episodes, labels)
+  assert shares["won_share"] == 2 / 3
+  # +1 steps: 1 in episode 0, 3 in lost episode 1, 1 in episode 2
+  assert (shares["plus_steps"], shares["plus_steps_in_lost_share"]) == (
+    5,
+    3 / 5,
+  )
+  # won episodes' steps: -1 -1 +1 +1
+  assert (shares["won_steps"], shares["minus_steps_in_won_share"]) == (4, 2 / 4)

@@ -474,18 +474,22 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
       ),
       "train/policy_parsed_rate": evaluation.policy_parsed_rate(episodes),
       **samples.metrics(),
-      "train/judge_positive_rate": float((scores[mask] > 0).mean())
-      if is_judged
-      else 0.0,
-      "train/judge_unparseable_rate": float((scores[mask] == 0).mean())
-      if is_judged
-      else 0.0,
       "env/candidates_evaluated": len(resolution.evaluated),
       "env/accepted_this_step": resolution.num_accepted,
       **adaptation_metrics(self.pool, proposed),
     }
-    if is_judged:  # a diagnostic against the expert's labels (not trained on)
+    if is_judged and mask.any():
+      metrics["train/judge_positive_rate"] = float((scores[mask] > 0).mean())
+      metrics["train/judge_unparseable_rate"] = float(
+        (scores[mask] == 0).mean()
+      )
+      # a diagnostic against the expert's labels (not trained on)
       metrics.update(judge_accuracy_on_own_steps(episodes, scores, mask))
+    elif self.config.reward.step_signal == "expert" and mask.any():
+      # the expert's labels stand for the votes: their +1 share
+      metrics["train/expert_label_positive_rate"] = float(
+        (scores[mask] > 0).mean()
+      )
     if self.pool.accepted_accuracies:
       metrics["env/accepted_task_accuracy"] = float(
         np.mean(self.pool.accepted_accuracies)
