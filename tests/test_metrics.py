@@ -649,6 +649,7 @@ def test_stage_difference_pairs_end_outcomes_run_by_run():
 def test_successive_difference_pairs_consecutive_stages():
   from rla_jax.metrics.ablation import (
     TABLE1_STAGES,
+    counterpart_difference_markdown,
     stage_difference_markdown,
     successive_difference_markdown,
   )
@@ -667,6 +668,9 @@ def test_successive_difference_pairs_consecutive_stages():
   assert (
     successive_difference_markdown({"+Env": {"0": env}}, TABLE1_STAGES) == ""
   )
+  extra = counterpart_difference_markdown({**runs, "ExpertS": {"0": env}})
+  assert "| ExpertS - +Judge | 1 | +25.0 (25.0) | -25.0 (25.0) |" in extra
+  assert "SFT" not in extra and counterpart_difference_markdown(runs) == ""
 
 
 def _judge_table(start, end, stderr, rate):

@@ -197,6 +197,18 @@ def stage_difference_markdown(
   )
 
 
+def _pair_rows(end_outcomes, pairs) -> list[str]:
+  """'| b - a | S | cells |' for each pair (a, b) that both ran (a paired
+  run by run against b, `_paired_difference_cells`)."""
+  rows = []
+  for a, b in pairs:
+    if end_outcomes.get(a) and end_outcomes.get(b):
+      n, cells = _paired_difference_cells(end_outcomes[a], end_outcomes[b])
+      if n:
+        rows.append(f"| {b} - {a} | {n} | " + " | ".join(cells) + " |")
+  return rows
+
+
 def successive_difference_markdown(
   end_outcomes: Mapping[str, Mapping[str, Mapping[str, Sequence[int]]]],
   order: Sequence[str],
@@ -206,15 +218,30 @@ def successive_difference_markdown(
   minus a's, paired run by run as in `stage_difference_markdown`; ""
   with fewer than two such stages."""
   ran = [s for s in order if end_outcomes.get(s)]
-  rows = []
-  for a, b in zip(ran, ran[1:], strict=False):
-    n, cells = _paired_difference_cells(end_outcomes[a], end_outcomes[b])
-    if n:
-      rows.append(f"| {b} - {a} | {n} | " + " | ".join(cells) + " |")
   return _difference_table(
     "What each component adds: end success minus the previous stage's, "
     "paired run by run, in points (paired s.e.; seeds' sample std).",
-    rows,
+    _pair_rows(end_outcomes, zip(ran, ran[1:], strict=False)),
+  )
+
+
+# The extra rows against the stage each replaces a part of: the expert's
+# labels against the judge's votes they stand for; continued SFT against
+# full RLAnything for the same wall time (against Policy: the table above).
+COUNTERPARTS = (("+Judge", "ExpertS"), ("+Env", "SFT"))
+
+
+def counterpart_difference_markdown(
+  end_outcomes: Mapping[str, Mapping[str, Mapping[str, Sequence[int]]]],
+  pairs: Sequence[tuple[str, str]] = COUNTERPARTS,
+) -> str:
+  """Each extra row b against its counterpart a (pairs of (a, b) that
+  both ran): b's end success minus a's, paired run by run as in
+  `stage_difference_markdown`; "" when no pair ran."""
+  return _difference_table(
+    "Extra rows against their counterparts: end success difference, "
+    "paired run by run, in points (paired s.e.; seeds' sample std).",
+    _pair_rows(end_outcomes, pairs),
   )
 
 
@@ -312,12 +339,14 @@ def write_ablation_table(
 ) -> str:
   """Writes ``ablation_markdown(results)`` and, with the stages' end
   outcomes, ``stage_difference_markdown`` and
-  ``successive_difference_markdown`` and, with their judge_eval
+  ``successive_difference_markdown``, ``counterpart_difference_markdown``
+  and, with their judge_eval
   tables, ``judge_change_markdown`` to out_path; returns the text."""
   text = ablation_markdown(results)
   for extra in (
     stage_difference_markdown(end_outcomes or {}),
     successive_difference_markdown(end_outcomes or {}, TABLE1_STAGES),
+    counterpart_difference_markdown(end_outcomes or {}),
     judge_change_markdown(judge_evals or {}),
   ):
     text += f"\n{extra}" if extra else ""
