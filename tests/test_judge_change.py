@@ -88,7 +88,7 @@ def test_record_has_the_flat_keys():
 def test_outcome_shares_by_hand():
   from types import SimpleNamespace
 
-  from launch.judge_eval import outcome_shares
+  from rla_jax.rl.judge_change import outcome_shares
 
   episodes = [SimpleNamespace(won=w) for w in (True, False, True)]
   labels = [[-1, -1, 1], [1, -1, 1, 1], [1]]

@@ -101,3 +101,24 @@ def judge_change(
     num_steps=int(start.labels.size),
     num_episodes=e,
   )
+
+
+def outcome_shares(episodes, labels) -> dict:
+  """How the reference episodes' outcomes meet the expert's labels: the
+  share of episodes won; the share of the +1 (progress) steps that lie in
+  lost episodes (where consistency feedback, R = O + mean S with O < 0,
+  rewards a -1 vote); and the share of won episodes' steps labelled -1
+  (the labels' shortest-plan distance knows where every object is, so a
+  search step of a game later won is -1: what ExpertS trains on)."""
+  won = [bool(e.won) for e in episodes]
+  steps = [(w, y) for w, row in zip(won, labels, strict=True) for y in row]
+  plus = [w for w, y in steps if y > 0]
+  in_won = [y for w, y in steps if w]
+  return {
+    "won_share": sum(won) / len(won),
+    "plus_steps": len(plus),
+    "plus_steps_in_lost_share": plus.count(False) / max(len(plus), 1),
+    "won_steps": len(in_won),
+    "minus_steps_in_won_share": sum(y < 0 for y in in_won)
+    / max(len(in_won), 1),
+  }
