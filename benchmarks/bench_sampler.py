@@ -25,7 +25,11 @@ one warm-up call (the warm-up also compiles; compile is reported apart):
   * e2e tok/s     = B * N / wall time of one generate call (prefill
                     included; rla_jax: `Sampler.generate`, public API);
   * prefill tok/s = B * P / time of the prefill alone (rla_jax: the
-                    jitted `_prefill`; transformers: one forward with
+                    sampler's jitted prefill program: with --prefill-rows
+                    R > 0 (default: the ALFWorld default's
+                    config.rollout.prefill_rows, as its loop samples) R-row
+                    pieces, with 0 one whole-batch forward;
+                    transformers: one forward with
                     `logits_to_keep=1` and a fresh DynamicCache);
   * decode tok/s  = B * steps / decode time. rla_jax: the jitted `_decode`
                     while_loop alone, steps = N (it also writes the last
@@ -312,7 +316,7 @@ class HFRunner:
 
 
 class JaxRunner:
-  def __init__(self, model, P: int, N: int, batches):
+  def __init__(self, model, P: int, N: int, batches, prefill_rows: int = 0):
     from rla_jax.sampling.sampler import Sampler
 
     self.sampler = Sampler(
@@ -323,6 +327,7 @@ class JaxRunner:
       pad_id=0,
       prompt_buckets=(P,),
       batch_buckets=tuple(batches),
+      prefill_rows=prefill_rows,
     )
     self.P, self.N = P, N
 
@@ -333,7 +338,9 @@ class JaxRunner:
 
   def phases(self, ids: np.ndarray) -> tuple[float, float]:
     """(prefill s, decode s) of the two jitted programs, run as `generate`
-    runs them (private functions: this is a benchmark, not API use)."""
+    runs them: the prefill program is the sampler's own (whole batch, or
+    its `prefill_rows` pieces). Private functions: this is a benchmark,
+    not API use."""
     from rla_jax.sampling import sampler as sm
 
     s = self.sampler
@@ -341,11 +348,10 @@ class JaxRunner:
     cache = s.new_cache(B, P + self.N)
     mask = np.ones_like(ids)
     jax.block_until_ready(cache)
+    prefill, lead = s._prefill_program()
     t0 = time.perf_counter()
-    cache, logits = sm._prefill(
-      s.cfg,
-      s.dtype,
-      s.params,
+    cache, logits = prefill(
+      *lead,
       cache,
       jnp.asarray(ids),
       jnp.asarray(mask),
@@ -454,8 +460,9 @@ def fmt_table(rows, peaks):
   pct = ", ".join(f"% {k} peak" for k in peaks)
   hdr = (
     "| model | B | P/N | HF e2e tok/s | rla_jax e2e tok/s | ratio | "
-    "HF decode tok/s | rla_jax decode tok/s | HF prefill tok/s | "
-    f"rla_jax prefill tok/s | rla_jax prefill GFLOP/s ({pct}) | "
+    "HF decode tok/s | rla_jax decode tok/s | decode ratio | "
+    "HF prefill tok/s | rla_jax prefill tok/s | prefill ratio | "
+    f"rla_jax prefill GFLOP/s ({pct}) | "
     "HF prefill GFLOP/s | rla_jax compile s (#) | greedy agree "
     "(min/mean tokens) |"
   )
@@ -465,8 +472,10 @@ def fmt_table(rows, peaks):
     lines.append(
       f"| {r['model']} | {r['B']} | {r['P']}/{r['N']} | {r['hf_e2e']:.0f} "
       f"| {r['jx_e2e']:.0f} | **{r['jx_e2e'] / r['hf_e2e']:.2f}** | "
-      f"{r['hf_dec']:.0f} | {r['jx_dec']:.0f} | {r['hf_pre']:.0f} | "
-      f"{r['jx_pre']:.0f} | {r['jx_gflops']:.1f} "
+      f"{r['hf_dec']:.0f} | {r['jx_dec']:.0f} | "
+      f"**{r['jx_dec'] / r['hf_dec']:.2f}** | {r['hf_pre']:.0f} | "
+      f"{r['jx_pre']:.0f} | **{r['jx_pre'] / r['hf_pre']:.2f}** | "
+      f"{r['jx_gflops']:.1f} "
       f"({pcts}) | {r['hf_gflops']:.1f} | "
       f"{r['jx_compile']:.1f} ({r['jx_ncomp']}) | "
       f"{r['agree_min']}/{r['agree_mean']:.1f} |"
@@ -525,6 +534,14 @@ def main(argv=None):
     help="fraction of rows that must agree on --agree tokens "
     "(default 1.0 in float32, 0.9 in bfloat16)",
   )
+  ap.add_argument(
+    "--prefill-rows",
+    type=int,
+    default=None,
+    help="rla_jax Sampler(prefill_rows=...): rows per prefill piece "
+    "(default: the embedded ALFWorld default's config.rollout.prefill_rows, "
+    "as its loop samples; 0 = the whole batch in one forward)",
+  )
   ap.add_argument("--peak-n", type=int, default=2048)
   ap.add_argument("--threads", type=int, default=2)
   ap.add_argument(
@@ -552,6 +569,10 @@ def main(argv=None):
     args.agree = 4 if args.dtype == "float32" else 1
   if args.agree_rows is None:
     args.agree_rows = 1.0 if args.dtype == "float32" else 0.9
+  if args.prefill_rows is None:
+    from configs import alfworld
+
+    args.prefill_rows = alfworld.get_config().rollout.prefill_rows
   bf16 = args.dtype == "bfloat16"
   # The run's dtype first (the % in the acceptance line uses it); in bf16
   # runs the f32 peak is also measured (cheap) and reported.
@@ -582,7 +603,9 @@ def main(argv=None):
   print(
     f"dtype {args.dtype}: weights and compute in {args.dtype} in both "
     f"implementations; greedy agreement required on the first "
-    f"{args.agree} token(s) of {args.agree_rows:.0%} of the rows",
+    f"{args.agree} token(s) of {args.agree_rows:.0%} of the rows; "
+    f"rla_jax prefill_rows={args.prefill_rows}"
+    + (" (whole batch)" if args.prefill_rows == 0 else " rows per piece"),
     flush=True,
   )
   t_all = time.perf_counter()
@@ -626,7 +649,7 @@ def main(argv=None):
     )
     hf = HFRunner(hf_model)
     for P, N in shapes:
-      jx = JaxRunner(jx_model, P, N, batches)
+      jx = JaxRunner(jx_model, P, N, batches, args.prefill_rows)
       for B in batches:
         t = time.perf_counter()
         r = bench_config(
