@@ -43,7 +43,13 @@ def resolve_config_arg(argv: list[str]) -> list[str]:
 
 
 def enable_compilation_cache() -> None:
-  """Persistent XLA cache: restarts and resumed runs skip recompiling."""
+  """Persistent XLA cache: restarts and resumed runs skip recompiling.
+
+  Every program is cached, however quick its compile: the sampling
+  programs (one per batch x prompt bucket) compile in ~0.45 s each, and
+  the default's first three RL steps of 48 episodes compiled 399 of them,
+  191 s of their 522 s (session 26, BENCHMARKS.md "Compilation"). JAX's
+  own threshold (1 s; 0.5 s here before) left all of them out."""
   import jax
 
   path = os.environ.get(
@@ -52,7 +58,7 @@ def enable_compilation_cache() -> None:
   )
   if path:
     jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
 def log(msg: str) -> None:
