@@ -47,9 +47,10 @@ def enable_compilation_cache() -> None:
 
   Every program is cached, however quick its compile: the sampling
   programs (one per batch x prompt bucket) compile in ~0.45 s each, and
-  the default's first three RL steps of 48 episodes compiled 399 of them,
-  191 s of their 522 s (session 26, BENCHMARKS.md "Compilation"). JAX's
-  own threshold (1 s; 0.5 s here before) left all of them out."""
+  the default's first three RL steps of 48 episodes compiled 351
+  programs, 180 s of their 521 s (session 26, BENCHMARKS.md "ALFWorld RL
+  step"). JAX's own threshold (1 s; 0.5 s here before) left the sampling
+  programs out."""
   import jax
 
   path = os.environ.get(
