@@ -60,6 +60,9 @@ def enable_compilation_cache() -> None:
   if path:
     jax.config.update("jax_compilation_cache_dir", path)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    max_mb = int(os.environ.get("RLA_JAX_XLA_CACHE_MAX_MB", "2048"))
+    max_bytes = -1 if max_mb < 0 else max_mb * 2**20
+    jax.config.update("jax_compilation_cache_max_size", max_bytes)
 
 
 def log(msg: str) -> None:

@@ -13,7 +13,10 @@ and its change with a paired cluster-bootstrap standard error
 (rla_jax/rl/judge_change.py). Two tables: "all" (every episode) and
 "loop_reference" (the loop's own reference episodes, judged exactly as
 the loop judges them: its rows 0 and last must agree, which
-"loop_rows" reports). Writes --out (default WORKDIR/judge_eval.json).
+"loop_rows" reports). It also reports where consistency feedback pushes
+each judge on those steps (`judge_change.consistency_target`): the
+balanced accuracy of that push against the expert's labels, beside the
+judge's own. Writes --out (default WORKDIR/judge_eval.json).
 
 The episodes depend only on the start policy and the eval settings, so
 --episodes_cache=PATH keeps them for runs of other stages or seeds.
@@ -144,7 +147,13 @@ def score_run(workdir: str, episodes: int, cache: str, draws: int) -> dict:
   the run in workdir; returns the record judge_eval.json holds."""
   from rla_jax.metrics.writer import MetricsWriter
   from rla_jax.rl.evaluation import process_labels
-  from rla_jax.rl.judge_change import StepVotes, judge_change, outcome_shares
+  from rla_jax.rl.judge_accuracy import step_votes
+  from rla_jax.rl.judge_change import (
+    StepVotes,
+    consistency_target,
+    judge_change,
+    outcome_shares,
+  )
   from rla_jax.rl.loops import make_loop
 
   config = run_config(workdir)
@@ -153,9 +162,16 @@ def score_run(workdir: str, episodes: int, cache: str, draws: int) -> dict:
   loop = make_loop(config, workdir, log=log)
   refs = reference_episodes(loop, episodes, cache)
   labels = process_labels(refs)
-  start = loop.judge_step_votes(refs, labels)
+  won = [e.won for e in refs]
+  lam = config.reward.lam
+  targets = {}
+  start_scores = loop.judge_reference_scores(refs)
+  targets["start"] = consistency_target(*start_scores, won, labels, lam)
   step = loop.restore() - 1  # the final judge
-  end = loop.judge_step_votes(refs, labels)
+  end_scores = loop.judge_reference_scores(refs)
+  targets["end"] = consistency_target(*end_scores, won, labels, lam)
+  start = step_votes(*start_scores, labels)
+  end = step_votes(*end_scores, labels)
   n = config.eval.num_rm_episodes
   in_ref = start.episode < n
 
@@ -174,6 +190,7 @@ def score_run(workdir: str, episodes: int, cache: str, draws: int) -> dict:
     "checkpoint_step": step,
     **tables,
     "episodes": outcome_shares(refs, labels),
+    "consistency_target": {k: t.record() for k, t in targets.items()},
     "loop_rows": loop_rows_agree(history, tables["loop_reference"]),
     "seconds": round(time.perf_counter() - t0, 1),
     "provenance": provenance(_ARGV),
@@ -203,6 +220,14 @@ def main(argv):
       f"paired s.e., {t['num_steps']} steps of {t['num_episodes']} "
       f"episodes); +1 rate {t['positive_rate_start']:.3f} -> "
       f"{t['positive_rate_end']:.3f} (labels {t['label_positive_rate']:.3f})"
+    )
+  for end, t in result["consistency_target"].items():
+    log(
+      f"judge_eval consistency target ({end} judge): pushes "
+      f"{t['pushed_steps']} of {t['num_steps']} steps, balanced "
+      f"{t['balanced']:.3f} (toward +1 labels {t['toward_plus']:.3f}, "
+      f"toward -1 labels {t['toward_minus']:.3f}) vs the judge's own "
+      f"{t['judge_balanced']:.3f} on them"
     )
   log(f"judge_eval: loop rows {result['loop_rows']}; wrote {out}")
 

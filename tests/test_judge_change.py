@@ -101,3 +101,32 @@ def test_outcome_shares_by_hand():
   )
   # won episodes' steps: -1 -1 +1 +1
   assert (shares["won_steps"], shares["minus_steps_in_won_share"]) == (4, 2 / 4)
+
+
+def test_consistency_target_by_hand():
+  """Episode 0 won, episode 1 lost; 3 votes a step. Pushed (mixed votes):
+  e0 s0 R = 1 + 1/3 > 0 -> +1 (label +1: toward); e0 s1 unanimous, not
+  pushed; e1 s0 R = -4/3 -> -1 (label +1: away); e1 s1 R = -2/3 -> -1
+  (label -1: toward). Weights: e0 keeps 3 samples, e1 6 -> 9/6 and 9/12."""
+  from rla_jax.rl.judge_change import consistency_target
+
+  scores = np.array(
+    [
+      [[1, 1, -1], [-1, -1, -1]],
+      [[1, -1, -1], [1, 1, -1]],
+    ]
+  )
+  mask = np.ones((2, 2), bool)
+  t = consistency_target(scores, mask, [True, False], [[1, -1], [1, -1]])
+  w0, w1 = 1.5, 0.75
+  assert t.toward_plus == pytest.approx(w0 / (w0 + w1))
+  assert t.toward_minus == pytest.approx(1.0)
+  assert t.balanced == pytest.approx((w0 / (w0 + w1) + 1.0) / 2)
+  # Majorities: e0 s0 +1 (right), e1 s0 -1 (wrong), e1 s1 +1 (wrong).
+  assert t.judge_balanced == pytest.approx((w0 / (w0 + w1) + 0.0) / 2)
+  assert (t.pushed_steps, t.num_steps) == (3, 4)
+  # A step past an episode's end is never pushed.
+  mask[1, 1] = False
+  short = consistency_target(scores, mask, [True, False], [[1, -1], [1]])
+  assert (short.pushed_steps, short.num_steps) == (2, 3)
+  assert np.isnan(short.toward_minus)

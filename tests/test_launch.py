@@ -433,22 +433,36 @@ import jax, jax.numpy as jnp
 from launch.cli import enable_compilation_cache
 enable_compilation_cache()
 jax.jit(lambda x: jnp.tanh(x) * 2.0)(jnp.ones((3,))).block_until_ready()
-print(len(os.listdir(os.environ["RLA_JAX_XLA_CACHE"])))
+names = os.listdir(os.environ["RLA_JAX_XLA_CACHE"])
+print(jax.config.jax_compilation_cache_max_size)
+print(sum(name.endswith("-cache") for name in names))
 """
 
 
-def test_compilation_cache_keeps_programs_that_compile_quickly(tmp_path):
-  """The launchers' persistent XLA cache stores every program, even one
-  that compiles in milliseconds (the sampling programs compile in ~0.45 s
-  each, under JAX's own 1 s threshold), and RLA_JAX_XLA_CACHE names it."""
-  cache = tmp_path / "xla"
+def _probe_cache(cache, **env):
+  """(the cache bound JAX was given, the programs it stored) for a jitted
+  function compiled under the launchers' cache settings."""
   proc = subprocess.run(
     [sys.executable, "-c", _CACHE_PROBE.format(root=ROOT)],
     capture_output=True,
     text=True,
     timeout=120,
-    env={**os.environ, "RLA_JAX_XLA_CACHE": str(cache)},
+    env={**os.environ, "RLA_JAX_XLA_CACHE": str(cache), **env},
     cwd=ROOT,
   )
   assert proc.returncode == 0, proc.stderr[-2000:]
-  assert int(proc.stdout.split()[-1]) >= 1, proc.stdout
+  bound, stored = proc.stdout.split()[-2:]
+  return int(bound), int(stored)
+
+
+def test_compilation_cache_keeps_programs_that_compile_quickly(tmp_path):
+  """The launchers' persistent XLA cache stores every program, even one
+  that compiles in milliseconds (the sampling programs compile in ~0.45 s
+  each, under JAX's own 1 s threshold), RLA_JAX_XLA_CACHE names it and
+  RLA_JAX_XLA_CACHE_MAX_MB bounds it."""
+  bound, stored = _probe_cache(tmp_path / "xla")
+  assert stored >= 1
+  # Bounded (least recently used evicted), 2 GiB unless told otherwise;
+  # RLA_JAX_XLA_CACHE_MAX_MB=0 stores nothing (JAX: caching off).
+  assert bound == 2048 * 2**20
+  assert _probe_cache(tmp_path / "off", RLA_JAX_XLA_CACHE_MAX_MB="0") == (0, 0)

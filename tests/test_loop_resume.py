@@ -196,6 +196,10 @@ def _check_judge_eval(workdir, env):
     every["label_positive_rate"] * every["num_steps"]
   )
   assert 0 <= shares["won_share"] <= 1
+  for end in ("start", "end"):  # where consistency feedback pushes each judge
+    target = result["consistency_target"][end]
+    assert target["num_steps"] == every["num_steps"]
+    assert 0 <= target["pushed_steps"] <= target["num_steps"]
 
 
 def _check_coding_changes(rows, workdir):

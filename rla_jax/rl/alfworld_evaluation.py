@@ -156,24 +156,33 @@ class AlfWorldEvaluation:
     eval.num_rm_episodes) and, for a larger n, more of the same kind."""
     return self._eval_rollouts("out_of_distribution", {}, limit=n)
 
-  def judge_step_votes(self, episodes, labels) -> StepVotes:
-    """The current judge's majority votes on every step of the episodes
-    (labels: the expert's, `evaluation.process_labels`). The first
-    eval.num_rm_episodes are judged alone with the evaluation's judge
-    seed, exactly as `evaluate` judges its reference (a judge batch's
-    layout can flip a vote), the rest with a seed of their own."""
+  def judge_reference_scores(self, episodes) -> tuple[np.ndarray, np.ndarray]:
+    """The current judge's m votes on every step of the episodes: (scores
+    [N, K, m], mask [N, K]). The first eval.num_rm_episodes are judged
+    alone with the evaluation's judge seed, exactly as `evaluate` judges
+    its reference (a judge batch's layout can flip a vote), the rest with
+    a seed of their own."""
     n = self.config.eval.num_rm_episodes
     seed = derive_seed(self.config.eval.seed, 20)  # evaluate's
     parts = [(0, n, seed), (n, len(episodes), derive_seed(seed, 1))]
-    out = []
-    for lo, hi, s in parts:
-      if hi > lo:
-        j = self._judge(episodes[lo:hi], s)
-        v = step_votes(j.scores, j.mask, labels[lo:hi])
-        out.append(StepVotes(v.votes, v.labels, v.episode + lo))
-    return StepVotes(
-      *(np.concatenate([getattr(v, f) for v in out]) for f in StepVotes.FIELDS)
+    judged = [self._judge(episodes[lo:hi], s) for lo, hi, s in parts if hi > lo]
+    K = max(j.mask.shape[1] for j in judged)
+    scores = np.concatenate(
+      [
+        np.pad(j.scores, ((0, 0), (0, K - j.scores.shape[1]), (0, 0)))
+        for j in judged
+      ]
     )
+    mask = np.concatenate(
+      [np.pad(j.mask, ((0, 0), (0, K - j.mask.shape[1]))) for j in judged]
+    )
+    return scores, mask
+
+  def judge_step_votes(self, episodes, labels) -> StepVotes:
+    """The current judge's majority votes on every step of the episodes
+    (labels: the expert's, `evaluation.process_labels`), judged as
+    `judge_reference_scores` judges them."""
+    return step_votes(*self.judge_reference_scores(episodes), labels)
 
   def _ensure_rm_reference(self, timings: dict) -> None:
     """Without an evaluation before training (eval.at_start off, e.g. the

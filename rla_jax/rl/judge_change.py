@@ -17,7 +17,30 @@ import dataclasses
 
 import numpy as np
 
-from rla_jax.rl.judge_accuracy import JudgeBreakdown, StepVotes, judge_breakdown
+from rla_jax.rl.advantages import (
+  consistency_feedback_rewards,
+  outcome_balance_weights,
+  standardize_over_judgements,
+)
+from rla_jax.rl.judge_accuracy import (
+  JudgeBreakdown,
+  StepVotes,
+  judge_breakdown,
+  majority_vote,
+)
+from rla_jax.rl.rewards import integrated_step_rewards, outcome_from_success
+
+
+def _weighted_recalls(votes, labels, weights) -> dict[int, np.ndarray]:
+  """{c: sum w [label = c, vote = c] / sum w [label = c]} for c = +1, -1,
+  summed over the last axis (votes, labels [S] or [..., S]; weights
+  broadcast to [..., S]); nan where a class has zero weight."""
+  out = {}
+  for c in (1, -1):
+    of_class = weights * (labels == c)
+    with np.errstate(invalid="ignore", divide="ignore"):
+      out[c] = (of_class * (votes == c)).sum(-1) / of_class.sum(-1)
+  return out
 
 
 def _bootstrap_balanced(
@@ -25,14 +48,8 @@ def _bootstrap_balanced(
 ) -> np.ndarray:
   """Balanced accuracy of [S] votes and labels under D step weightings
   ([D, S]): per draw, each recall is a weighted mean. [D]."""
-  recalls = []
-  for c in (1, -1):
-    of_class = weights * (labels == c)
-    hits = (of_class * (votes == c)).sum(-1)
-    total = of_class.sum(-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-      recalls.append(hits / total)
-  return (recalls[0] + recalls[1]) / 2
+  recalls = _weighted_recalls(votes, labels, weights)
+  return (recalls[1] + recalls[-1]) / 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,3 +139,74 @@ def outcome_shares(episodes, labels) -> dict:
     "minus_steps_in_won_share": sum(y < 0 for y in in_won)
     / max(len(in_won), 1),
   }
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsistencyTarget:
+  """Where consistency feedback pushes a judge, against the expert's labels.
+
+  On the P steps whose m votes disagree (the only ones it trains on):
+  toward_plus / toward_minus are the (outcome-balanced) shares of the +1 /
+  -1 labelled steps pushed toward their label; balanced is their mean, the
+  balanced accuracy of the push read as a vote; judge_balanced is the
+  judge's own majority-vote balanced accuracy on the same P steps."""
+
+  balanced: float
+  toward_plus: float
+  toward_minus: float
+  judge_balanced: float
+  pushed_steps: int
+  num_steps: int
+
+  def record(self) -> dict:
+    return dataclasses.asdict(self)
+
+
+def consistency_target(
+  scores: np.ndarray,
+  mask: np.ndarray,
+  won: np.ndarray,
+  labels: list[list[int]],
+  lam: float = 1.0,
+) -> ConsistencyTarget:
+  """The direction consistency feedback trains each judged step toward, as
+  the loop computes it (`training_data.task_samples`), scored against the
+  expert's labels y.
+
+    R[n, k]    = O[n] + lam * mean_j S[n, k, j]       (integrated_step_rewards)
+    A[n, k, j] = zscore_j(R[n, k] * S[n, k, j])       (consistency feedback,
+                                                       standardize_over_judgements)
+    push[n, k] = sum_j A[n, k, j] * S[n, k, j]        (> 0: toward +1)
+    w[n]       = outcome_balance_weights(won, A != 0) (won and lost equal)
+    toward_c   = sum_w [y = c, sign(push) = c] / sum_w [y = c, push != 0]
+
+  Args:
+    scores: [N, K, M] votes in {+1, -1, 0}; mask: [N, K] real steps;
+    won: [N] bool; labels: per episode, the expert's +1/-1 label of each
+    step (`evaluation.process_labels`).
+  Over the whole set (one group), where the loop balances each task group.
+  """
+  s = np.asarray(scores)
+  won = np.asarray(won, bool)
+  y = np.zeros(s.shape[:2], np.int64)
+  for n, row in enumerate(labels):
+    y[n, : len(row)] = row
+  reward = integrated_step_rewards(outcome_from_success(won), s, mask, lam)
+  adv, keep = standardize_over_judgements(
+    consistency_feedback_rewards(reward, s, mask), mask
+  )
+  push = np.sign((adv * s).sum(-1)).astype(np.int64)
+  w = np.broadcast_to(outcome_balance_weights(won, keep)[:, None], y.shape)
+  pushed = np.asarray(mask, bool) & (push != 0)
+  toward = _weighted_recalls(push.ravel(), y.ravel(), (w * pushed).ravel())
+  judge = _weighted_recalls(
+    majority_vote(s).ravel(), y.ravel(), (w * pushed).ravel()
+  )
+  return ConsistencyTarget(
+    balanced=float(toward[1] + toward[-1]) / 2,
+    toward_plus=float(toward[1]),
+    toward_minus=float(toward[-1]),
+    judge_balanced=float(judge[1] + judge[-1]) / 2,
+    pushed_steps=int(pushed.sum()),
+    num_steps=int(np.asarray(mask, bool).sum()),
+  )
