@@ -12,6 +12,9 @@ rows, run when named in --stages (e.g. --stages=Policy,GiGPO):
            (reward.advantage="gigpo", as verl-agent on ALFWorld)
   ExpertS  +Judge with the judge's votes replaced by the expert's step
            labels (reward.step_signal="expert"): the step signal's bound
+  ExpertC  ExpertS on only the step columns +Judge judges and trains on
+           (reward.step_signal="expert_columns"): the labels without
+           ExpertS's wider coverage of steps
   SFT      continued SFT on the warm start's demonstrations in place of
            every RL step (continued_sft.enabled), each for the mean RL
            step time of the seed's earlier stage runs (list it after
@@ -85,6 +88,12 @@ EXTRA_STAGES = {
   "ExpertS": {
     "reward.use_judge_signal": True,
     "reward.step_signal": "expert",
+    "reward.train_rm": False,
+    "adaptation.enabled": False,
+  },
+  "ExpertC": {
+    "reward.use_judge_signal": True,
+    "reward.step_signal": "expert_columns",
     "reward.train_rm": False,
     "adaptation.enabled": False,
   },

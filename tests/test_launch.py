@@ -396,6 +396,10 @@ def test_ablation_bad_preset_stage_and_seed_are_one_line(tmp_path):
       "reward.train_rm=False",
     ),
     (
+      {"reward.step_signal": "expert_columns"},
+      "config reward.step_signal='expert_columns' replaces the judge's votes",
+    ),
+    (
       {"reward.advantage": "gigpo"},
       "config.reward.advantage='gigpo' is step credit without a judge",
     ),

@@ -226,9 +226,15 @@ def successive_difference_markdown(
 
 
 # The extra rows against the stage each replaces a part of: the expert's
-# labels against the judge's votes they stand for; continued SFT against
-# full RLAnything for the same wall time (against Policy: the table above).
-COUNTERPARTS = (("+Judge", "ExpertS"), ("+Env", "SFT"))
+# labels against the judge's votes they stand for (on every step, and on
+# the judge's own step columns); continued SFT against full RLAnything for
+# the same wall time (against Policy: the table above).
+COUNTERPARTS = (
+  ("+Judge", "ExpertS"),
+  ("+Judge", "ExpertC"),
+  ("ExpertS", "ExpertC"),
+  ("+Env", "SFT"),
+)
 
 
 def counterpart_difference_markdown(

@@ -131,10 +131,10 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
         f"config reward.step_signal={r.step_signal!r} is not one of "
         f"{STEP_SIGNALS}"
       )
-    if r.step_signal == "expert" and r.train_rm:
+    if r.step_signal != "judge" and r.train_rm:
       raise ConfigError(
-        "config reward.step_signal='expert' replaces the judge's votes by "
-        "the expert's step labels: set reward.train_rm=False"
+        f"config reward.step_signal={r.step_signal!r} replaces the judge's "
+        "votes by the expert's step labels: set reward.train_rm=False"
       )
     parse_task_types(e.task_types)
     j = r.judged_steps_per_task
@@ -368,10 +368,21 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
     """Phase 4: reward.m judgements of the steps of the episodes used
     (active tasks and accepted candidates), if anything reads them: every
     step, or reward.judged_steps_per_task step indices of each task
-    (`draw_step_columns`); their wall time is timings["rm_sampling"]."""
+    (`draw_step_columns`); their wall time is timings["rm_sampling"]. With
+    reward.step_signal 'expert' or 'expert_columns', the expert's labels
+    instead (`_expert_step_signal`)."""
     c = self.config
-    if c.reward.step_signal == "expert":
-      return self._expert_step_signal(episodes, timings)
+    # The steps this RL step trains on, if not all (the judge's cost):
+    # whole step-index columns of every group.
+    chosen = draw_step_columns(
+      rolled.rows,
+      [e.num_steps for e in episodes],
+      c.reward.judged_steps_per_task,
+      np.random.default_rng([c.seed, step, 7]),
+    )
+    if c.reward.step_signal != "judge":
+      columns = chosen if c.reward.step_signal == "expert_columns" else None
+      return self._expert_step_signal(episodes, timings, columns)
     with timed(timings, "rm_sampling"):
       need_judge = (
         c.reward.use_judge_signal or c.reward.train_rm or c.adaptation.enabled
@@ -381,14 +392,6 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
         for g, rows in zip(rolled.groups, rolled.rows, strict=True)
         for _ in rows
       ]
-      # The steps this RL step trains on, if not all (the judge's cost):
-      # whole step-index columns of every group.
-      chosen = draw_step_columns(
-        rolled.rows,
-        [e.num_steps for e in episodes],
-        c.reward.judged_steps_per_task,
-        np.random.default_rng([c.seed, step, 7]),
-      )
       judged = (
         self._judge(
           episodes, derive_seed(c.seed, step, 2), include=used, chosen=chosen
@@ -401,13 +404,19 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
     mask = step_mask_from_lengths([e.num_steps for e in episodes])
     return StepJudgements(None, np.zeros((*mask.shape, 1)), mask)
 
-  def _expert_step_signal(self, episodes, timings) -> StepJudgements:
-    """Phase 4 with reward.step_signal='expert': the expert's progress
-    label (+1/-1, `evaluation.process_labels`) of every step as its one
-    vote, S [N, K, 1]: the upper bound of the judge's step signal. Wall time
-    in timings["expert_labels"]."""
+  def _expert_step_signal(
+    self, episodes, timings, chosen=None
+  ) -> StepJudgements:
+    """Phase 4 with reward.step_signal='expert' or 'expert_columns': the
+    expert's progress label (+1/-1, `evaluation.process_labels`) of every
+    step as its one vote, S [N, K, 1], the upper bound of the judge's step
+    signal; with `chosen` ([N, K], the columns a judge would judge) only
+    those steps (the mask). Wall time in timings["expert_labels"]."""
     with timed(timings, "expert_labels"):
       scores, mask = evaluation.expert_step_scores(episodes)
+    if chosen is not None:
+      mask = mask & chosen[:, : mask.shape[1]]
+      scores = np.where(mask[..., None], scores, 0.0)
     return StepJudgements(None, scores, mask)
 
   def _build_samples(
@@ -485,11 +494,12 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
       )
       # a diagnostic against the expert's labels (not trained on)
       metrics.update(judge_accuracy_on_own_steps(episodes, scores, mask))
-    elif self.config.reward.step_signal == "expert" and mask.any():
+    elif self.config.reward.step_signal != "judge" and mask.any():
       # the expert's labels stand for the votes: their +1 share
       metrics["train/expert_label_positive_rate"] = float(
         (scores[mask] > 0).mean()
       )
+      metrics["train/expert_labelled_steps"] = int(mask.sum())
     if self.pool.accepted_accuracies:
       metrics["env/accepted_task_accuracy"] = float(
         np.mean(self.pool.accepted_accuracies)

@@ -47,7 +47,11 @@ REWARD_LOOP_KEYS = (
   "step_signal",
   "judged_steps_per_task",
 )
-STEP_SIGNALS = ("judge", "expert")
+# Where S comes from: the judge's m votes; the expert's progress label of
+# every step (one vote); or the expert's labels on only the step columns a
+# judge would have judged (reward.judged_steps_per_task), which separates
+# the labels from the steps they cover.
+STEP_SIGNALS = ("judge", "expert", "expert_columns")
 
 
 @dataclasses.dataclass(frozen=True)
