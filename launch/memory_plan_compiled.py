@@ -24,7 +24,7 @@ measured/compiled bytes (per device):
 programs (default einsum, what the recorded H200 lines used); --layers
 overrides the preset's layer count (a cheap compile at long sequences).
 The before/after check of docs/MEMORY_PLAN.md (run by `memory_plan.py
---compiled`, see `memory_plan.BEFORE_AFTER_ARGS`):
+--compiled`, see `memory_plan_checks.BEFORE_AFTER_ARGS`):
 
   python launch/memory_plan_compiled.py --devices 8 --layers 2 --seq 4096 \
     --rows 64 --prompt 2048 --gen 4096 --attention einsum

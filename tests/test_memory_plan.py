@@ -157,7 +157,7 @@ def test_prefill_term_shrinks_with_prefill_rows():
 
 
 def test_smallest_slice_with_the_new_attention_is_no_larger():
-  from launch import memory_plan as mp
+  from launch import slice_plan as mp
 
   assert mm.PAPER.attention == "blockwise"
   assert mm.PAPER.prefill_rows_per_device == 4
@@ -181,7 +181,7 @@ def test_smallest_slice_with_the_new_attention_is_no_larger():
 
 
 def test_row_pieces_cost_no_prefill_flops_on_the_same_slice():
-  from launch import memory_plan as mp
+  from launch import slice_plan as mp
 
   h100 = [a for a in mm.ACCELERATORS if a.name.startswith("H100")][0]
   whole = dataclasses.replace(mm.PAPER, prefill_rows_per_device=None)
@@ -200,7 +200,7 @@ def test_row_pieces_cost_no_prefill_flops_on_the_same_slice():
 
 def test_plan_finds_a_slice_and_times_are_positive():
   wl = mm.Workload()
-  from launch import memory_plan as mp
+  from launch import slice_plan as mp
 
   h100 = [a for a in mm.ACCELERATORS if a.name.startswith("H100")][0]
   plan = mp.smallest_fitting(QWEN25_7B, QWEN25_7B, h100, wl)
@@ -222,23 +222,23 @@ def test_launch_scripts_are_valid_bash():
 
 @pytest.mark.slow
 def test_compiled_temporaries_fall_by_the_predicted_factor():
-  """The plan's before/after check (`memory_plan.BEFORE_AFTER_ARGS`, 8
+  """The plan's before/after check (`memory_plan_checks.BEFORE_AFTER_ARGS`, 8
   forced CPU devices, compile only) at shorter lengths: einsum whole-batch
   vs blockwise 4-row pieces; XLA's temporaries fall by the analytical
   factor within 2x (train) and 1.6x (prefill)."""
-  from launch import memory_plan as mp
+  from launch import memory_plan_checks as mpc
 
   args = (
     "--devices 8 --mesh 1,4,2 --layers 1 --seq 2048 --rows 32 --prompt 1024"
     " --gen 1024"
   ).split()
   results = {
-    "before": mp._run_script(args + ["--attention", "einsum"]),
-    "after": mp._run_script(
+    "before": mpc.run_script(args + ["--attention", "einsum"]),
+    "after": mpc.run_script(
       args + ["--attention", "blockwise", "--prefill-rows", "4"]
     ),
   }
-  for q, f in mp.before_after_factors(results).items():
+  for q, f in mpc.before_after_factors(results).items():
     assert f["predicted"] > 2 and f["measured"] > 2, (q, f)
     tol = 2.0 if q.startswith("train") else 1.6
     assert 1 / tol < f["measured"] / f["predicted"] < tol, (q, f)
@@ -287,7 +287,7 @@ def test_qwen3_vl_8b_param_count_is_the_sum_of_the_real_model():
 
 
 def test_plan_includes_the_vision_tower_parameters():
-  from launch import memory_plan as mp
+  from launch import slice_plan as mp
 
   text = mm.PRESETS["qwen3-8b"]
   vision = mm.param_count(QWEN3_VL_8B, "vision")
@@ -367,7 +367,7 @@ def test_vision_terms_einsum_flash_and_image_layout():
   assert mm.images_per_device(3, 288, 16, False) == 1024
   assert mm.images_per_device(0, 288, 16, False) == 0
   # the replicated layout only adds memory
-  from launch import memory_plan as mp
+  from launch import slice_plan as mp
 
   h200 = [a for a in mm.ACCELERATORS if a.name.startswith("H200")][0]
   sharded = mp.best_plan(QWEN3_VL_8B, QWEN3_VL_8B, h200, 64, mm.GUI)
