@@ -29,7 +29,7 @@ def optim(
       "ratio_clamp": 10.0,
       "updates_per_step": updates_per_step,
       # At most this many of an RL step's samples are trained on, drawn
-      # uniformly (rla_jax.rl.trainer.draw_samples); 0 = all of them.
+      # uniformly (rla_jax.rl.samples.draw_samples); 0 = all of them.
       "max_samples": 0,
       "micro_batch_size": micro_batch_size,
       "logprob_chunk": 128,

@@ -79,7 +79,8 @@ def learner_updates() -> dict[str, np.ndarray]:
 
   from rla_jax import sharding as shd
   from rla_jax.models import Qwen
-  from rla_jax.rl.trainer import Learner, OptimConfig, Sample
+  from rla_jax.rl.samples import Sample
+  from rla_jax.rl.trainer import Learner, OptimConfig
   from rla_jax.sampling.sampler import Sampler
 
   rng = np.random.RandomState(0)

@@ -17,7 +17,8 @@ from rla_jax.compile_counter import CompileCounter
 from rla_jax.models.hf_io import CheckpointError
 from rla_jax.models.qwen3_vl import inputs as vin
 from rla_jax.models.qwen3_vl import load_qwen3_vl, save_qwen3_vl
-from rla_jax.rl.trainer import Learner, OptimConfig, Sample
+from rla_jax.rl.samples import Sample
+from rla_jax.rl.trainer import Learner, OptimConfig
 from rla_jax.sampling.buckets import left_pad
 from rla_jax.sampling.sampler import Sampler
 

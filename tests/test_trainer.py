@@ -9,15 +9,8 @@ from conftest import tiny_qwen3_config
 from flax import nnx
 
 from rla_jax.models import Qwen
-from rla_jax.rl.trainer import (
-  Learner,
-  OptimConfig,
-  Sample,
-  draw_samples,
-  learning_rate_schedule,
-  pack_rows,
-  pack_samples,
-)
+from rla_jax.rl.samples import Sample, draw_samples, pack_rows, pack_samples
+from rla_jax.rl.trainer import Learner, OptimConfig, learning_rate_schedule
 from rla_jax.sampling.sampler import Sampler
 from rla_jax.warmstart.sft import pack_sft_batch
 

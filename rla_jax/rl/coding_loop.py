@@ -78,8 +78,8 @@ from rla_jax.rl.phases import (
   timed,
   timing_metrics,
 )
+from rla_jax.rl.samples import Sample
 from rla_jax.rl.seeds import derive_seed
-from rla_jax.rl.trainer import Sample
 from rla_jax.warmstart import coding_settings
 from rla_jax.warmstart.directory import load_warm_start_dir
 from rla_jax.warmstart.settings import build_command

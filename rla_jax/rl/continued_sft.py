@@ -27,7 +27,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from rla_jax.errors import ConfigError
-from rla_jax.rl.trainer import Learner, Sample
+from rla_jax.rl.samples import Sample
+from rla_jax.rl.trainer import Learner
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,8 +35,9 @@ from rla_jax.models import load_qwen
 from rla_jax.models.gguf_io import cached_gguf_dir
 from rla_jax.rl import agent_text
 from rla_jax.rl.phases import StepSamples, timed
+from rla_jax.rl.samples import draw_samples
 from rla_jax.rl.seeds import derive_seed
-from rla_jax.rl.trainer import Learner, OptimConfig, draw_samples
+from rla_jax.rl.trainer import Learner, OptimConfig
 from rla_jax.sampling.sampler import Sampler
 from rla_jax.tokenizer import load_tokenizer
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
   from rla_jax.rl.adaptation import TaskPool
-  from rla_jax.rl.trainer import Sample
+  from rla_jax.rl.samples import Sample
 
 ACTIVE, CANDIDATE = "active", "candidate"
 

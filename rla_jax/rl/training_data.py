@@ -34,7 +34,7 @@ from rla_jax.rl.advantages import (
   standardize_over_judgements,
 )
 from rla_jax.rl.rewards import integrated_step_rewards, outcome_from_success
-from rla_jax.rl.trainer import Sample
+from rla_jax.rl.samples import Sample
 
 # Keys of config.reward read by the loop's judge and RM training, not by
 # RewardConfig.

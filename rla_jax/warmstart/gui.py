@@ -28,7 +28,8 @@ from rla_jax.models.qwen3_vl.hf_io import save_qwen3_vl
 from rla_jax.models.qwen3_vl.inputs import image_processor
 from rla_jax.rl import agent_text, gui_prompts
 from rla_jax.rl.gui_rollout import ScreenshotEncoder
-from rla_jax.rl.trainer import Learner, OptimConfig, Sample
+from rla_jax.rl.samples import Sample
+from rla_jax.rl.trainer import Learner, OptimConfig
 from rla_jax.warmstart.bpe_tokenizer import IM_START, train_bpe_tokenizer
 from rla_jax.warmstart.coding import embedded_cache
 

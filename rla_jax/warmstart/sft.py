@@ -31,7 +31,8 @@ import optax
 from flax import nnx
 
 from rla_jax.models.qwen import Qwen
-from rla_jax.rl.trainer import pack_rows, sequence_logprobs
+from rla_jax.rl.samples import pack_rows
+from rla_jax.rl.trainer import sequence_logprobs
 
 
 @dataclasses.dataclass(frozen=True)
