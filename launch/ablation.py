@@ -35,6 +35,7 @@ refuses a record of another config by name.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -162,98 +163,141 @@ def main(argv):
     check_stages_and_seeds(_STAGES.value, _SEEDS.value)
   except ConfigError as e:
     fail(e)
-  import jax
-
-  from rla_jax.metrics import (
-    MetricsWriter,
-    last_values,
-    plot_ablation_curves,
-    rl_step_seconds,
-    write_ablation_table,
-  )
-  from rla_jax.metrics.keys import EVAL_START_RECORDED
-  from rla_jax.rl.evaluation import read_run_outcomes
-
   enable_compilation_cache()
   base = _CONFIG.value
   try:  # every stage's keys exist in the config, before any run
     for stage in _STAGES.value:
-      probe = base.copy_and_resolve_references()
-      for k, v in ALL_STAGES[stage].items():
-        _set(probe, k, v, stage)
+      _stage_config(base, stage, 0)
   except ConfigError as e:
     fail(e)
-  results, curves = {"Before": []}, {}
-  before = {}  # seed -> metrics row 0 (evaluation before any update)
-  recorded = {}  # seed -> whether that row is the recorded start evaluation
-  end_outcomes = {}  # stage -> seed -> split -> [N] final per-run outcomes
-  step_seconds = {}  # seed -> wall seconds of its RL stage runs' steps
-  missing = []  # (with --finished_only) the runs not finished yet
-  judge_evals = {}  # stage -> seed -> judge_eval.json's "all" table
-  t_start = time.time()
+  records, t_start = AblationRecords(), time.time()
   for stage in _STAGES.value:
-    results[stage], curves[stage] = [], []
+    records.start_stage(stage)
     for seed in _SEEDS.value:
-      config = base.copy_and_resolve_references()
-      config.seed = int(seed)
-      for k, v in ALL_STAGES[stage].items():
-        _set(config, k, v, stage)
+      config = _stage_config(base, stage, int(seed))
       # Same seed and warm start: the evaluation before any update is the
       # same for every stage (deterministic), so only the first stage run
       # of a seed measures it; later stages reuse that row, unless it came
       # from the recorded start evaluation: then every stage replays and
       # loads it (seconds, not minutes) and logs its own paired changes.
-      config.eval.at_start = seed not in before or recorded.get(seed, False)
-      if stage == "SFT" and step_seconds.get(seed):
-        seconds = sum(step_seconds[seed]) / len(step_seconds[seed])
+      config.eval.at_start = records.measures_start(seed)
+      seconds = records.mean_step_seconds(seed)
+      if stage == "SFT" and seconds:
         config.continued_sft.seconds = seconds  # the same wall time
         log(f"ablation: SFT for {seconds:.1f} s per step (RL runs' mean)")
       workdir = os.path.join(_OUT.value, stage.strip("+"), f"seed{seed}")
-      if not _run_or_read(stage, seed, config, workdir):
-        missing.append(f"{stage} seed {seed}")
-        continue
-      history = MetricsWriter.read_history(workdir)
-      if seed not in before:
-        if not history or not any(k.startswith("eval/") for k in history[0]):
-          raise RuntimeError(
-            f"{workdir}: metrics row 0 has no evaluation "
-            "before training (was eval.at_start off?)"
-          )
-        before[seed] = history[0]
-        recorded[seed] = history[0].get(EVAL_START_RECORDED) == 1
-        results["Before"].append(
-          {k: v for k, v in history[0].items() if k.startswith("eval/")}
-        )
-      elif not history or history[0].get("step") != 0:
-        history = [before[seed]] + history
-      if stage != "SFT":
-        step_seconds.setdefault(seed, []).extend(rl_step_seconds(history))
-      curves[stage].append(history)
-      rows = read_run_outcomes(workdir)
-      if rows and max(rows) > 0:  # the final evaluation's per-run outcomes
-        end_outcomes.setdefault(stage, {})[seed] = rows[max(rows)]
-      results[stage].append(last_values(history))
-      judged = os.path.join(workdir, "judge_eval.json")
-      if os.path.exists(judged):  # launch/judge_eval.py's measurement
-        with open(judged) as f:
-          judge_evals.setdefault(stage, {})[seed] = json.load(f)["all"]
-  if not results["Before"]:
+      if _run_or_read(stage, seed, config, workdir):
+        records.add(stage, seed, workdir)
+      else:
+        records.missing.append(f"{stage} seed {seed}")
+  if not records.results["Before"]:
     fail(
       ConfigError(
         f"--out={_OUT.value}: none of the runs asked for has finished"
       )
     )
-  # Table and curves in Table-1 order, whatever order the stages ran in.
+  import jax
+
+  if jax.process_index() == 0:  # one writer on a multi-host run
+    _write_outputs(records, base, time.time() - t_start)
+
+
+def _stage_config(base, stage: str, seed: int):
+  """The base config with `seed` and the stage's settings (ConfigError
+  naming the key if the config has none of that name)."""
+  config = base.copy_and_resolve_references()
+  config.seed = seed
+  for k, v in ALL_STAGES[stage].items():
+    _set(config, k, v, stage)
+  return config
+
+
+@dataclasses.dataclass
+class AblationRecords:
+  """What the finished (stage, seed) runs give the table and the curves.
+
+  results: stage -> per-seed final metrics ("Before": each seed's
+  evaluation before any update); curves: stage -> per-seed metric
+  histories; end_outcomes: stage -> seed -> split -> [N] final per-run
+  outcomes; judge_evals: stage -> seed -> judge_eval.json's "all" table;
+  missing: runs left out (--finished_only).
+  """
+
+  results: dict = dataclasses.field(default_factory=lambda: {"Before": []})
+  curves: dict = dataclasses.field(default_factory=dict)
+  end_outcomes: dict = dataclasses.field(default_factory=dict)
+  judge_evals: dict = dataclasses.field(default_factory=dict)
+  missing: list = dataclasses.field(default_factory=list)
+  # seed -> metrics row 0 (the evaluation before any update) and whether
+  # it is the recorded start evaluation
+  before: dict = dataclasses.field(default_factory=dict)
+  recorded: dict = dataclasses.field(default_factory=dict)
+  # seed -> wall seconds of its RL stage runs' steps
+  step_seconds: dict = dataclasses.field(default_factory=dict)
+
+  def start_stage(self, stage: str) -> None:
+    self.results[stage], self.curves[stage] = [], []
+
+  def measures_start(self, seed: str) -> bool:
+    """Whether a run of this seed evaluates before training: its first
+    run, or every run when that evaluation is the recorded one."""
+    return seed not in self.before or self.recorded.get(seed, False)
+
+  def mean_step_seconds(self, seed: str) -> float | None:
+    """The mean RL step time of the seed's (non-SFT) runs read so far."""
+    seconds = self.step_seconds.get(seed)
+    return sum(seconds) / len(seconds) if seconds else None
+
+  def add(self, stage: str, seed: str, workdir: str) -> None:
+    """Reads a finished run's metrics, final outcomes and judge_eval.json
+    (if any; `launch/judge_eval.py`)."""
+    from rla_jax.metrics import MetricsWriter, last_values, rl_step_seconds
+    from rla_jax.metrics.keys import EVAL_START_RECORDED
+    from rla_jax.rl.evaluation import read_run_outcomes
+
+    history = MetricsWriter.read_history(workdir)
+    if seed not in self.before:
+      if not history or not any(k.startswith("eval/") for k in history[0]):
+        raise RuntimeError(
+          f"{workdir}: metrics row 0 has no evaluation "
+          "before training (was eval.at_start off?)"
+        )
+      self.before[seed] = history[0]
+      self.recorded[seed] = history[0].get(EVAL_START_RECORDED) == 1
+      self.results["Before"].append(
+        {k: v for k, v in history[0].items() if k.startswith("eval/")}
+      )
+    elif not history or history[0].get("step") != 0:
+      history = [self.before[seed]] + history
+    if stage != "SFT":
+      self.step_seconds.setdefault(seed, []).extend(rl_step_seconds(history))
+    self.curves[stage].append(history)
+    rows = read_run_outcomes(workdir)
+    if rows and max(rows) > 0:  # the final evaluation's per-run outcomes
+      self.end_outcomes.setdefault(stage, {})[seed] = rows[max(rows)]
+    self.results[stage].append(last_values(history))
+    judged = os.path.join(workdir, "judge_eval.json")
+    if os.path.exists(judged):
+      with open(judged) as f:
+        self.judge_evals.setdefault(stage, {})[seed] = json.load(f)["all"]
+
+
+def _write_outputs(records: AblationRecords, base, seconds: float) -> None:
+  """table.md, ablation_curves.png and ABLATION.md in --out, in Table-1
+  order whatever order the stages ran in; prints the table."""
+  from rla_jax.metrics import plot_ablation_curves, write_ablation_table
+
   results = {
-    "Before": results["Before"],
-    **{s: results[s] for s in ALL_STAGES if results.get(s)},
+    "Before": records.results["Before"],
+    **{s: records.results[s] for s in ALL_STAGES if records.results.get(s)},
   }
-  curves = {s: curves[s] for s in ALL_STAGES if curves.get(s)}
-  if jax.process_index() != 0:  # one writer on a multi-host run
-    return
+  curves = {s: records.curves[s] for s in ALL_STAGES if records.curves.get(s)}
   os.makedirs(_OUT.value, exist_ok=True)
   table = write_ablation_table(
-    results, os.path.join(_OUT.value, "table.md"), end_outcomes, judge_evals
+    results,
+    os.path.join(_OUT.value, "table.md"),
+    records.end_outcomes,
+    records.judge_evals,
   )
   plot_ablation_curves(curves, os.path.join(_OUT.value, "ablation_curves.png"))
   command = " ".join(["python"] + (_ARGV or sys.argv))  # as typed
@@ -262,10 +306,10 @@ def main(argv):
       f"# Ablation ({base.name}:{base.preset})\n\n"
       f"Command: `{command}`\n\nSeeds: {', '.join(_SEEDS.value)}; "
       f"steps per run: {base.total_steps}; this invocation's wall time "
-      f"{(time.time() - t_start) / 60:.1f} min.\n\n{table}\n"
+      f"{seconds / 60:.1f} min.\n\n{table}\n"
     )
-    if missing:
-      f.write(f"\nNot run yet (left out): {', '.join(missing)}.\n")
+    if records.missing:
+      f.write(f"\nNot run yet (left out): {', '.join(records.missing)}.\n")
   print(table)
 
 
