@@ -16,7 +16,10 @@ the loop judges them: its rows 0 and last must agree, which
 "loop_rows" reports). It also reports where consistency feedback pushes
 each judge on those steps (`judge_change.consistency_target`): the
 balanced accuracy of that push against the expert's labels, beside the
-judge's own. Writes --out (default WORKDIR/judge_eval.json).
+judge's own; and each judge's +1 share beside the labels' by the verb of
+the step's action and the episode's outcome (`judge_change.votes_by_verb`:
+where the judge's step signal and the expert's labels differ). Writes
+--out (default WORKDIR/judge_eval.json).
 
 The episodes depend only on the start policy and the eval settings, so
 --episodes_cache=PATH keeps them for runs of other stages or seeds.
@@ -153,6 +156,7 @@ def score_run(workdir: str, episodes: int, cache: str, draws: int) -> dict:
     consistency_target,
     judge_change,
     outcome_shares,
+    votes_by_verb,
   )
   from rla_jax.rl.loops import make_loop
 
@@ -164,12 +168,15 @@ def score_run(workdir: str, episodes: int, cache: str, draws: int) -> dict:
   labels = process_labels(refs)
   won = [e.won for e in refs]
   lam = config.reward.lam
-  targets = {}
+  actions = [e.actions for e in refs]
+  targets, by_verb = {}, {}
   start_scores = loop.judge_reference_scores(refs)
   targets["start"] = consistency_target(*start_scores, won, labels, lam)
+  by_verb["start"] = votes_by_verb(actions, won, *start_scores, labels)
   step = loop.restore() - 1  # the final judge
   end_scores = loop.judge_reference_scores(refs)
   targets["end"] = consistency_target(*end_scores, won, labels, lam)
+  by_verb["end"] = votes_by_verb(actions, won, *end_scores, labels)
   start = step_votes(*start_scores, labels)
   end = step_votes(*end_scores, labels)
   n = config.eval.num_rm_episodes
@@ -191,6 +198,7 @@ def score_run(workdir: str, episodes: int, cache: str, draws: int) -> dict:
     **tables,
     "episodes": outcome_shares(refs, labels),
     "consistency_target": {k: t.record() for k, t in targets.items()},
+    "votes_by_verb": by_verb,
     "loop_rows": loop_rows_agree(history, tables["loop_reference"]),
     "seconds": round(time.perf_counter() - t0, 1),
     "provenance": provenance(_ARGV),
@@ -228,6 +236,15 @@ def main(argv):
       f"{t['balanced']:.3f} (toward +1 labels {t['toward_plus']:.3f}, "
       f"toward -1 labels {t['toward_minus']:.3f}) vs the judge's own "
       f"{t['judge_balanced']:.3f} on them"
+    )
+  for verb, cells in result["votes_by_verb"]["start"].items():
+    log(
+      f"judge_eval start judge, {verb!r} steps: "
+      + "; ".join(
+        f"{outcome} {c['steps']}: labels +1 {c['label_plus']:.2f}, "
+        f"judge +1 {c['judge_plus']:.2f}"
+        for outcome, c in cells.items()
+      )
     )
   log(f"judge_eval: loop rows {result['loop_rows']}; wrote {out}")
 

@@ -130,3 +130,31 @@ def test_consistency_target_by_hand():
   short = consistency_target(scores, mask, [True, False], [[1, -1], [1]])
   assert (short.pushed_steps, short.num_steps) == (2, 3)
   assert np.isnan(short.toward_minus)
+
+
+def test_votes_by_verb_by_hand():
+  """Episode 0 won (go, open), episode 1 lost (go, take; its step 1 is
+  past the mask). Majorities: e0 [+1, -1], e1 [-1, .]."""
+  from rla_jax.rl.judge_change import votes_by_verb
+
+  scores = np.array(
+    [
+      [[1, 1, -1], [-1, -1, 1]],
+      [[-1, -1, 1], [1, 1, 1]],
+    ]
+  )
+  mask = np.array([[True, True], [True, False]])
+  out = votes_by_verb(
+    [["go to desk 1", "open drawer 2"], ["go to bed 1", "take pen 1"]],
+    [True, False],
+    scores,
+    mask,
+    [[-1, 1], [1, 1]],
+  )
+  assert out == {
+    "go": {
+      "lost": {"steps": 1, "label_plus": 1.0, "judge_plus": 0.0},
+      "won": {"steps": 1, "label_plus": 0.0, "judge_plus": 1.0},
+    },
+    "open": {"won": {"steps": 1, "label_plus": 1.0, "judge_plus": 0.0}},
+  }

@@ -200,6 +200,11 @@ def _check_judge_eval(workdir, env):
     target = result["consistency_target"][end]
     assert target["num_steps"] == every["num_steps"]
     assert 0 <= target["pushed_steps"] <= target["num_steps"]
+    by_verb = result["votes_by_verb"][end]  # every judged step, by verb
+    assert (
+      sum(c["steps"] for cells in by_verb.values() for c in cells.values())
+      == every["num_steps"]
+    )
 
 
 def _check_coding_changes(rows, workdir):

@@ -210,3 +210,47 @@ def consistency_target(
     pushed_steps=int(pushed.sum()),
     num_steps=int(np.asarray(mask, bool).sum()),
   )
+
+
+def votes_by_verb(actions, won, scores, mask, labels) -> dict:
+  """The judge's majority vote beside the expert's label, by the verb of
+  each step's action and the episode's outcome: where the judge's step
+  signal and the labels (ExpertS, ExpertC) differ.
+
+    verb[n, k] = first word of actions[n][k]  ("go", "open", "take", ...)
+    out[verb]["won" | "lost"] = {
+      "steps":       #{(n, k) : mask, verb, outcome},
+      "label_plus":  share of them with y[n, k] = +1,
+      "judge_plus":  share with majority_j S[n, k, j] = +1,
+    }
+
+  Args:
+    actions: per episode, its N_n action strings; won: [N] bool;
+    scores: [N, K, M] votes in {+1, -1, 0}; mask: [N, K] real steps;
+    labels: per episode, the expert's +1/-1 label of each step.
+  """
+  majority = majority_vote(np.asarray(scores))
+  mask = np.asarray(mask, bool)
+  cells: dict = {}
+  for n, (acts, w, row) in enumerate(zip(actions, won, labels, strict=True)):
+    for k, (action, y) in enumerate(zip(acts, row, strict=True)):
+      if not mask[n, k]:
+        continue
+      verb = action.split()[0] if action.split() else "(empty)"
+      cell = cells.setdefault(verb, {}).setdefault(
+        "won" if w else "lost", [0, 0, 0]
+      )
+      cell[0] += 1
+      cell[1] += int(y > 0)
+      cell[2] += int(majority[n, k] > 0)
+  return {
+    verb: {
+      outcome: {
+        "steps": c[0],
+        "label_plus": c[1] / c[0],
+        "judge_plus": c[2] / c[0],
+      }
+      for outcome, c in sorted(by_outcome.items())
+    }
+    for verb, by_outcome in sorted(cells.items())
+  }
