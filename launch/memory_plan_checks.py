@@ -12,9 +12,8 @@ import os
 import subprocess
 import sys
 
+# The repository root (the compiled-check script's directory's parent).
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _REPO not in sys.path:
-  sys.path.insert(0, _REPO)
 
 from launch.memory_model import (
   PRESETS,

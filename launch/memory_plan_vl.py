@@ -4,12 +4,6 @@ vision tower's terms, and where each preset value was checked."""
 from __future__ import annotations
 
 import math
-import os
-import sys
-
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _REPO not in sys.path:
-  sys.path.insert(0, _REPO)
 
 from launch.memory_model import (
   ACCELERATORS,

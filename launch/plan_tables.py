@@ -4,12 +4,6 @@ tables, a plan's breakdown and step time, a preset's slice table)."""
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
-
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _REPO not in sys.path:
-  sys.path.insert(0, _REPO)
 
 from launch.memory_model import (
   ACCELERATORS,

@@ -7,12 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
-import sys
-
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _REPO not in sys.path:
-  sys.path.insert(0, _REPO)
 
 from launch.memory_model import (
   DECODE_BW_UTIL,
@@ -36,9 +30,8 @@ from launch.memory_model import (
 from rla_jax import sharding as shd
 from rla_jax.models.config import QwenConfig
 
+# Tensor-parallel sizes tried per slice, and the phases of one RL step.
 TENSOR_SIZES = (1, 2, 4, 8)
-
-
 PHASES = ("policy_sample", "rm_sample", "policy_train", "rm_train")
 
 

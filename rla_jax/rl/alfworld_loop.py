@@ -41,7 +41,7 @@ from rla_jax.rl.alfworld_rollout import (
   rollout_episodes,
 )
 from rla_jax.rl.env_model import LLMEnvModel, RuleBasedEnvModel, build_feedback
-from rla_jax.rl.judge_votes import draw_step_columns
+from rla_jax.rl.judge_votes import draw_step_columns, judged_steps
 from rla_jax.rl.loop_common import LoopBase, uses_given_models
 from rla_jax.rl.phases import (
   Resolution,
@@ -414,8 +414,8 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
     those steps (the mask). Wall time in timings["expert_labels"]."""
     with timed(timings, "expert_labels"):
       scores, mask = evaluation.expert_step_scores(episodes)
-    if chosen is not None:
-      mask = mask & chosen[:, : mask.shape[1]]
+    if chosen is not None:  # the steps a judge would judge (its own rule)
+      _, mask = judged_steps([e.num_steps for e in episodes], chosen=chosen)
       scores = np.where(mask[..., None], scores, 0.0)
     return StepJudgements(None, scores, mask)
 

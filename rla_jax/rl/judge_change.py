@@ -236,7 +236,7 @@ def votes_by_verb(actions, won, scores, mask, labels) -> dict:
     for k, (action, y) in enumerate(zip(acts, row, strict=True)):
       if not mask[n, k]:
         continue
-      verb = action.split()[0] if action.split() else "(empty)"
+      verb = (action.split() or ["(empty)"])[0]
       cell = cells.setdefault(verb, {}).setdefault(
         "won" if w else "lost", [0, 0, 0]
       )
