@@ -228,10 +228,8 @@ class AblationRecords:
   end_outcomes: dict = dataclasses.field(default_factory=dict)
   judge_evals: dict = dataclasses.field(default_factory=dict)
   missing: list = dataclasses.field(default_factory=list)
-  # seed -> metrics row 0 (the evaluation before any update) and whether
-  # it is the recorded start evaluation
+  # seed -> metrics row 0 (the evaluation before any update)
   before: dict = dataclasses.field(default_factory=dict)
-  recorded: dict = dataclasses.field(default_factory=dict)
   # seed -> wall seconds of its RL stage runs' steps
   step_seconds: dict = dataclasses.field(default_factory=dict)
 
@@ -241,7 +239,10 @@ class AblationRecords:
   def measures_start(self, seed: str) -> bool:
     """Whether a run of this seed evaluates before training: its first
     run, or every run when that evaluation is the recorded one."""
-    return seed not in self.before or self.recorded.get(seed, False)
+    from rla_jax.metrics.keys import EVAL_START_RECORDED
+
+    row = self.before.get(seed)
+    return row is None or row.get(EVAL_START_RECORDED) == 1
 
   def mean_step_seconds(self, seed: str) -> float | None:
     """The mean RL step time of the seed's (non-SFT) runs read so far."""
@@ -252,7 +253,6 @@ class AblationRecords:
     """Reads a finished run's metrics, final outcomes and judge_eval.json
     (if any; `launch/judge_eval.py`)."""
     from rla_jax.metrics import MetricsWriter, last_values, rl_step_seconds
-    from rla_jax.metrics.keys import EVAL_START_RECORDED
     from rla_jax.rl.evaluation import read_run_outcomes
 
     history = MetricsWriter.read_history(workdir)
@@ -263,7 +263,6 @@ class AblationRecords:
           "before training (was eval.at_start off?)"
         )
       self.before[seed] = history[0]
-      self.recorded[seed] = history[0].get(EVAL_START_RECORDED) == 1
       self.results["Before"].append(
         {k: v for k, v in history[0].items() if k.startswith("eval/")}
       )
