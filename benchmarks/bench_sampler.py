@@ -31,9 +31,10 @@ one warm-up call (the warm-up also compiles; compile is reported apart):
                     pieces, with 0 one whole-batch forward;
                     transformers: one forward with
                     `logits_to_keep=1` and a fresh DynamicCache);
-  * decode tok/s  = B * steps / decode time. rla_jax: the jitted `_decode`
-                    while_loop alone, steps = N (it also writes the last
-                    token's K/V so a Session can continue); transformers:
+  * decode tok/s  = B * steps / decode time. rla_jax: the jitted
+                    `programs.decode` while_loop alone, steps = N (it
+                    also writes the last token's K/V so a Session can
+                    continue); transformers:
                     (generate - prefill) time, steps = N - 1;
   * prefill GFLOP/s (useful FLOPs; see `prefill_flops`) against the peak
     of a jitted [M,M] @ [M,M] matmul measured in the same run (best of 10,
@@ -339,9 +340,8 @@ class JaxRunner:
   def phases(self, ids: np.ndarray) -> tuple[float, float]:
     """(prefill s, decode s) of the two jitted programs, run as `generate`
     runs them: the prefill program is the sampler's own (whole batch, or
-    its `prefill_rows` pieces). Private functions: this is a benchmark,
-    not API use."""
-    from rla_jax.sampling import sampler as sm
+    its `prefill_rows` pieces), called directly: this is a benchmark."""
+    from rla_jax.sampling import programs
 
     s = self.sampler
     B, P = ids.shape
@@ -359,7 +359,7 @@ class JaxRunner:
     )
     jax.block_until_ready(logits)
     t1 = time.perf_counter()
-    out = sm._decode(
+    out = programs.decode(
       s.cfg,
       s.dtype,
       self.N,

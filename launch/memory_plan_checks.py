@@ -369,7 +369,7 @@ def before_after_section(results: dict[str, dict]) -> list[str]:
       "the jitted AdamW train step at T=4096 (1 sequence per device, remat"
       " full) and the sampler's prefill of 64 rows (16 per batch shard), "
       "P=2048 into S=6144 slots. Before: einsum attention, whole-batch "
-      "prefill (`sampler._prefill`); after: blockwise attention, 4-row "
+      "prefill (`programs.prefill_whole`); after: blockwise attention, 4-row "
       "pieces (`rla_jax.sampling.prefill.prefill`). Bytes per device, "
       "XLA `memory_analysis()` temporaries. Commands:",
       "",

@@ -16,9 +16,9 @@ measured/compiled bytes (per device):
     of one AdamW step (fp32 params, bf16 compute, remat) on one micro-batch;
   * prefill: the same for one prefill into a bf16 KV cache with a bf16
     tensor-parallel weight copy (SAMPLE_RULES): the whole batch at once
-    (`sampler._prefill`) or, with --prefill-rows R, the sampler's piecewise
-    prefill (`rla_jax.sampling.prefill.prefill`, R rows per batch shard per
-    piece in a fori_loop).
+    (`programs.prefill_whole`) or, with --prefill-rows R, the sampler's
+    piecewise prefill (`rla_jax.sampling.prefill.prefill`, R rows per batch
+    shard per piece in a fori_loop).
 
 --attention picks the `rla_jax.models.attention` implementation of both
 programs (default einsum, what the recorded H200 lines used); --layers
@@ -110,7 +110,7 @@ from rla_jax.models.kv_cache import (
 from rla_jax.models.logprobs import sequence_logprobs
 from rla_jax.models.qwen import Qwen
 from rla_jax.sampling import prefill as pieces
-from rla_jax.sampling import sampler
+from rla_jax.sampling import programs
 
 SMALL = mm.SMALL
 
@@ -210,7 +210,7 @@ def compiled_train(cfg, mesh) -> dict:
 
 
 def _lower_prefill(cfg, mesh, params, cache, tokens):
-  """The sampler's prefill lowered on abstract inputs: `sampler._prefill`
+  """The sampler's prefill lowered on abstract inputs: `programs.prefill_whole`
   (whole batch) or, with --prefill-rows, `prefill.prefill` with the
   PiecePlan the Sampler builds (rows per batch shard, the SAMPLE_RULES
   batch axes)."""
@@ -228,14 +228,14 @@ def _lower_prefill(cfg, mesh, params, cache, tokens):
       cfg, dt, plan, params, cache, tokens, tokens, attention=att
     )
   else:
-    low = sampler._prefill.lower(
+    low = programs.prefill_whole.lower(
       cfg, dt, params, cache, tokens, tokens, attention=att
     )
   return low
 
 
 def compiled_prefill(cfg, mesh) -> dict:
-  """The sampler's own prefill program (`sampler._prefill`: layer-unrolled
+  """The sampler's own prefill program (`programs.prefill_whole`: layer-unrolled
   bf16 weight copy, per-layer bf16 cache; with --prefill-rows the
   piecewise `prefill.prefill` with the PiecePlan the Sampler builds),
   compiled on abstract inputs."""

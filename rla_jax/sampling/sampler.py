@@ -1,6 +1,6 @@
 """Batched, jit-compiled sampler with a donated KV cache.
 
-Two programs do all the work:
+Two programs (`rla_jax.sampling.programs`) do all the work:
   * prefill: one forward pass that appends a left-padded chunk [B, T] to
     the cache and returns the last position's logits [B, V];
   * decode: a `lax.while_loop` that samples a token, appends it to the cache
@@ -11,9 +11,9 @@ Prefill can run in bounded pieces (`prefill_rows` rows per batch shard,
 .prefill`): the same outputs with a fraction of the whole batch's
 temporaries. Both donate the cache, so it is updated in place. Every
 sampled token is written to the cache (including the stop token), so a
-`Session` continues an agent's conversation by appending only the new
-observation tokens: per-turn cost grows with the new tokens, not with the
-history.
+`Session` (`rla_jax.sampling.session`) continues an agent's conversation
+by appending only the new observation tokens: per-turn cost grows with the
+new tokens, not with the history.
 
 Compiled shapes are bounded: chunk length and batch size are rounded up to
 buckets; temperature, top-p, top-k, greedy, the token budget, the seed and
@@ -49,7 +49,6 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from rla_jax import distributed
 from rla_jax import sharding as shd
 from rla_jax.models import unrolled
-from rla_jax.models.config import QwenConfig
 from rla_jax.models.kv_cache import (
   KVCache,
   cache_logical_axes,
@@ -57,10 +56,10 @@ from rla_jax.models.kv_cache import (
   is_axes,
 )
 from rla_jax.models.qwen import Qwen
-from rla_jax.sampling import image_prefill, length_groups
+from rla_jax.sampling import image_prefill, length_groups, programs
 from rla_jax.sampling import prefill as pieces
 from rla_jax.sampling.buckets import geometric_buckets, left_pad, pick_bucket
-from rla_jax.sampling.token_selection import row_stream_keys, select_tokens
+from rla_jax.sampling.session import Session
 
 
 @dataclasses.dataclass
@@ -81,139 +80,22 @@ class SampleOutput:
     return [len(t) for t in self.tokens]
 
 
-@functools.partial(
-  jax.jit,
-  static_argnums=(0, 1),
-  static_argnames=("attention",),
-  donate_argnums=(3,),
-)
-def _prefill(
-  cfg: QwenConfig, dtype, params, cache: KVCache, tokens, mask, attention="auto"
-):
-  h, cache = unrolled.forward(
-    cfg, params, tokens, mask, cache, dtype=dtype, attention=attention
-  )
-  return cache, unrolled.logits(cfg, params, h[:, -1], dtype)
+@dataclasses.dataclass(frozen=True)
+class ChunkInputs:
+  """One sampler call's host inputs (`Sampler._chunk_inputs`).
 
+  ids, mask: [B, T] left-padded rows (B the cache's rows, T the prompt
+  bucket); active: [B] rows that sample; seeds, samples: [B * m] each
+  decoded row's row seed and sample index (its noise stream); used: the
+  cache slots filled before the chunk.
+  """
 
-@functools.partial(jax.jit, static_argnums=(2,))
-def _repeat_rows(cache: KVCache, logits, m: int):
-  """Each row's cache and next-token logits repeated m times (row-major):
-  m samples of one prompt share a single prefill."""
-
-  def rep(x, axis):
-    return jnp.repeat(x, m, axis=axis)
-
-  return KVCache(
-    k=tuple(rep(x, 0) for x in cache.k),
-    v=tuple(rep(x, 0) for x in cache.v),
-    valid=rep(cache.valid, 0),
-    end=cache.end,
-    next_pos=rep(cache.next_pos, 0),
-  ), rep(logits, 0)
-
-
-def _copy_slots(new: KVCache, old: KVCache) -> KVCache:
-  """`new` (more slots, empty) holding `old`'s slots [0, S_old) and its
-  pointers."""
-  S = old.num_slots
-
-  def put(n, o):
-    return n.at[:, :, :S].set(o)
-
-  return KVCache(
-    k=tuple(map(put, new.k, old.k)),
-    v=tuple(map(put, new.v, old.v)),
-    valid=new.valid.at[:, :S].set(old.valid),
-    end=old.end,
-    next_pos=old.next_pos,
-  )
-
-
-@functools.partial(
-  jax.jit,
-  static_argnums=(0, 1, 2),
-  static_argnames=("attention",),
-  donate_argnums=(4,),
-)
-def _decode(
-  cfg: QwenConfig,
-  dtype,
-  max_new_static,
-  params,
-  cache: KVCache,
-  logits,
-  active,
-  key,
-  row_seeds,
-  sample_ids,
-  per_row,
-  temperature,
-  top_p,
-  top_k,
-  greedy,
-  max_new,
-  stop_ids,
-  pad_id,
-  attention="auto",
-):
-  """Samples up to max_new (<= max_new_static) tokens per active row.
-
-  Noise at step t: fold_in(key, t) over the batch, or, where per_row,
-  row r's own fold_in(row_stream_keys(...)[r], t)."""
-  B = logits.shape[0]
-  row_keys = row_stream_keys(key, row_seeds, sample_ids)
-  out_tok = jnp.full((B, max_new_static), pad_id, jnp.int32)
-  out_lp = jnp.zeros((B, max_new_static), jnp.float32)
-
-  def cond(c):
-    step, done = c[0], c[5]
-    return (step < max_new) & ~jnp.all(done)
-
-  def body(c):
-    step, cache, logits, out_tok, out_lp, done, stopped = c
-    tok, lp = select_tokens(
-      logits,
-      jax.random.fold_in(key, step),
-      temperature,
-      top_p,
-      top_k,
-      greedy,
-      jax.vmap(lambda k: jax.random.fold_in(k, step))(row_keys),
-      per_row,
-    )
-    live = ~done
-    tok = jnp.where(live, tok, pad_id)
-    out_tok = out_tok.at[:, step].set(tok)
-    out_lp = out_lp.at[:, step].set(jnp.where(live, lp, 0.0))
-    hit = live & jnp.isin(tok, stop_ids)
-    stopped = stopped | hit
-    done = done | hit | (step + 1 >= max_new)
-    h, cache = unrolled.forward(
-      cfg,
-      params,
-      tok[:, None],
-      live[:, None],
-      cache,
-      dtype=dtype,
-      attention=attention,
-    )
-    logits = unrolled.logits(cfg, params, h[:, 0], dtype)
-    return step + 1, cache, logits, out_tok, out_lp, done, stopped
-
-  init = (
-    jnp.zeros((), jnp.int32),
-    cache,
-    logits,
-    out_tok,
-    out_lp,
-    ~active,
-    jnp.zeros((B,), bool),
-  )
-  step, cache, _, out_tok, out_lp, _, stopped = jax.lax.while_loop(
-    cond, body, init
-  )
-  return cache, out_tok, out_lp, stopped, step
+  ids: np.ndarray
+  mask: np.ndarray
+  active: np.ndarray
+  seeds: np.ndarray
+  samples: np.ndarray
+  used: int
 
 
 class Sampler:
@@ -334,7 +216,7 @@ class Sampler:
     self.attention = model.attention
 
   # ----------------------------------------------------------- checks
-  def _check_rows(self, rows: Sequence[Sequence[int]], allow_empty: bool):
+  def check_rows(self, rows: Sequence[Sequence[int]], allow_empty: bool):
     if not rows:
       raise ValueError("no prompts given")
     V = self.cfg.vocab_size
@@ -356,7 +238,7 @@ class Sampler:
           )
 
   @staticmethod
-  def _check_row_seeds(row_seeds, n: int) -> None:
+  def check_row_seeds(row_seeds, n: int) -> None:
     if row_seeds is None:
       return
     if len(row_seeds) != n:
@@ -375,7 +257,7 @@ class Sampler:
     target = dict(self.rules).get("batch") or ()
     return (target,) if isinstance(target, str) else tuple(target)
 
-  def _batch_bucket(self, n: int) -> int:
+  def batch_bucket(self, n: int) -> int:
     b = pick_bucket(n, self.batch_buckets, "batch size")
     div = int(np.prod([self.mesh.shape[a] for a in self._batch_axes]))
     return -(-b // div) * div  # the batch axis must divide evenly
@@ -398,7 +280,7 @@ class Sampler:
     """(jitted prefill, its leading arguments) as `_run` calls it: the
     whole-batch forward, or the pieces of `prefill_plan`."""
     if self.prefill_plan.whole:
-      return _prefill, (self.cfg, self.dtype, self.params)
+      return programs.prefill_whole, (self.cfg, self.dtype, self.params)
     plan = self.prefill_plan
     return pieces.prefill, (self.cfg, self.dtype, plan, self.params)
 
@@ -428,9 +310,10 @@ class Sampler:
     """An empty cache, made by a jitted program (one per shape) with
     explicit output shardings: on a mesh it is created in place, shard by
     shard; without one it is committed to the parameters' device. Either
-    way it is placed exactly like the caches `_prefill`/`_decode` return,
-    so a session's first turn and its later turns share compiled programs
-    (an uncommitted fresh cache used to cost one extra compile)."""
+    way it is placed exactly like the caches the prefill and decode
+    programs return, so a session's first turn and its later turns share
+    compiled programs (an uncommitted fresh cache used to cost one extra
+    compile)."""
     key = (batch, num_slots, jnp.dtype(self.cache_dtype).name)
     if key not in self._cache_makers:
       make = functools.partial(
@@ -459,13 +342,13 @@ class Sampler:
     key = (cache.num_slots, num_slots, cache.batch_size)
     if key not in self._cache_growers:
       self._cache_growers[key] = jax.jit(
-        _copy_slots,
+        programs.copy_slots,
         donate_argnums=(0,),
         out_shardings=jax.tree.map(lambda a: a.sharding, new),
       )
     return self._cache_growers[key](new, cache)
 
-  def _check_room(self, used: int, chunk_bucket: int, num_slots: int) -> int:
+  def check_room(self, used: int, chunk_bucket: int, num_slots: int) -> int:
     """The slots a chunk needs (used + its bucket + max_new_tokens), or a
     ValueError naming them when num_slots cannot hold them."""
     need = used + chunk_bucket + self.max_new_tokens
@@ -477,7 +360,7 @@ class Sampler:
     return need
 
   # ----------------------------------------------------------- core
-  def _run(
+  def run_chunk(
     self,
     cache: KVCache,
     rows,
@@ -492,70 +375,37 @@ class Sampler:
     num_samples: int = 1,
     row_seeds=None,
     image_layout=None,
-  ):
+  ) -> tuple[KVCache, SampleOutput]:
     """Prefills `rows` into `cache`, then decodes num_samples continuations
     per row (rows of the output are row-major: row i, sample j -> i*m+j).
     row_seeds (checked by the caller): one int per row, or None.
-    image_layout: the chunk's images laid out by `_image_chunk` (Qwen3-VL),
-    or None for a text chunk."""
-    n = len(rows)
-    B = cache.batch_size
-    T = self._chunk_bucket(rows)
+    image_layout: the chunk's images laid out by `image_chunk` (Qwen3-VL),
+    or None for a text chunk. Returns the updated cache and the output."""
     budget = int(max_new_tokens or self.max_new_tokens)
     if not 1 <= budget <= self.max_new_tokens:
       raise ValueError(
         f"max_new_tokens={budget} outside [1, {self.max_new_tokens}]"
       )
-    used = int(cache.end)
-    self._check_room(used, T, cache.num_slots)
-    ids, mask = left_pad(rows, T, B, self.pad_id)
-    active = np.zeros((B,), bool)
-    active[:n] = active_rows
-    m = int(num_samples)
-    seeds = np.zeros((B,), np.uint32)  # padding rows: any stream
-    if row_seeds is not None:
-      seeds[:n] = np.asarray(row_seeds, np.uint64).astype(np.uint32)
-    seeds = np.repeat(seeds, m)
-    samples = np.tile(np.arange(m, dtype=np.uint32), B)
+    chunk = self._chunk_inputs(cache, rows, active_rows, num_samples, row_seeds)
     if self._spans_processes:
       distributed.assert_same_on_all_processes(
         "Sampler call (rows and sampling arguments)",
-        ids,
-        mask,
-        active,
-        seeds,
+        chunk.ids,
+        chunk.mask,
+        chunk.active,
+        chunk.seeds,
         np.asarray(
-          [seed, top_k, bool(greedy), budget, used, row_seeds is None],
+          [seed, top_k, bool(greedy), budget, chunk.used, row_seeds is None],
           np.int64,
         ),
         np.asarray([temperature, top_p], np.float64),
       )
-    ids = self._place(ids, ("batch", "length"))
-    mask = self._place(mask, ("batch", "length"))
-    if image_layout is None:
-      prefill, lead = self._prefill_program()
-      cache, logits = prefill(*lead, cache, ids, mask, attention=self.attention)
-    else:
-      cache, logits = image_prefill.prefill_with_images(
-        self.cfg,
-        self.dtype,
-        self.vision_graphdef,
-        self.params,
-        self.vision_state,
-        cache,
-        ids,
-        mask,
-        self._place(image_layout.offsets, ("batch", "length", None)),
-        self._place(image_layout.feature_rows, ("batch", "length")),
-        jax.tree.map(
-          lambda x: self._place(x, (None,) * x.ndim), image_layout.images
-        ),
-        attention=self.attention,
-      )
+    cache, logits = self._prefill_chunk(cache, chunk, image_layout)
+    m, active = int(num_samples), chunk.active
     if m > 1:
-      cache, logits = _repeat_rows(cache, logits, m)
-      active, n = np.repeat(active, m), n * m
-    cache, tok, lp, stopped, _ = _decode(
+      cache, logits = programs.repeat_rows(cache, logits, m)
+      active = np.repeat(active, m)
+    cache, tok, lp, stopped, _ = programs.decode(
       self.cfg,
       self.dtype,
       self.max_new_tokens,
@@ -564,8 +414,8 @@ class Sampler:
       logits,
       self._place(active, ("batch",)),
       jax.random.key(seed),
-      self._place(seeds, ("batch",)),
-      self._place(samples, ("batch",)),
+      self._place(chunk.seeds, ("batch",)),
+      self._place(chunk.samples, ("batch",)),
       jnp.bool_(row_seeds is not None),
       jnp.float32(temperature),
       jnp.float32(top_p),
@@ -577,8 +427,64 @@ class Sampler:
       attention=self.attention,
     )
     tok, lp, stopped = distributed.to_host((tok, lp, stopped))
+    n = len(rows) * m
+    return cache, self._trimmed(tok[:n], lp[:n], stopped[:n], active, budget)
+
+  def _chunk_inputs(
+    self, cache: KVCache, rows, active_rows, num_samples: int, row_seeds
+  ) -> ChunkInputs:
+    """A chunk's host arrays: rows left-padded to their prompt bucket and
+    the cache's B rows (refused when the cache cannot hold them), and the
+    noise stream of each of the B * m decoded rows."""
+    n, B, m = len(rows), cache.batch_size, int(num_samples)
+    T = self.chunk_bucket(rows)
+    used = int(cache.end)
+    self.check_room(used, T, cache.num_slots)
+    ids, mask = left_pad(rows, T, B, self.pad_id)
+    active = np.zeros((B,), bool)
+    active[:n] = active_rows
+    seeds = np.zeros((B,), np.uint32)  # padding rows: any stream
+    if row_seeds is not None:
+      seeds[:n] = np.asarray(row_seeds, np.uint64).astype(np.uint32)
+    return ChunkInputs(
+      ids=ids,
+      mask=mask,
+      active=active,
+      seeds=np.repeat(seeds, m),
+      samples=np.tile(np.arange(m, dtype=np.uint32), B),
+      used=used,
+    )
+
+  def _prefill_chunk(self, cache: KVCache, chunk: ChunkInputs, image_layout):
+    """(cache, last-position logits [B, V]) after appending the chunk: the
+    text prefill program, or the Qwen3-VL one with the chunk's images."""
+    ids = self._place(chunk.ids, ("batch", "length"))
+    mask = self._place(chunk.mask, ("batch", "length"))
+    if image_layout is None:
+      prefill, lead = self._prefill_program()
+      return prefill(*lead, cache, ids, mask, attention=self.attention)
+    return image_prefill.prefill_with_images(
+      self.cfg,
+      self.dtype,
+      self.vision_graphdef,
+      self.params,
+      self.vision_state,
+      cache,
+      ids,
+      mask,
+      self._place(image_layout.offsets, ("batch", "length", None)),
+      self._place(image_layout.feature_rows, ("batch", "length")),
+      jax.tree.map(
+        lambda x: self._place(x, (None,) * x.ndim), image_layout.images
+      ),
+      attention=self.attention,
+    )
+
+  def _trimmed(self, tok, lp, stopped, active, budget: int) -> SampleOutput:
+    """The decoded rows ([n, max_new] host arrays) cut after their first
+    stop token or at the budget; inactive rows are empty."""
     out_tokens, out_lp, out_stop = [], [], []
-    for i in range(n):
+    for i in range(len(tok)):
       if not active[i]:
         out_tokens.append([]), out_lp.append(np.zeros(0, np.float32))
         out_stop.append(False)
@@ -592,15 +498,15 @@ class Sampler:
       out_tokens.append(row[:length])
       out_lp.append(np.asarray(lp[i, :length], np.float32))
       out_stop.append(bool(stopped[i]))
-    return cache, SampleOutput(out_tokens, out_lp, out_stop)
+    return SampleOutput(out_tokens, out_lp, out_stop)
 
-  def _chunk_bucket(self, rows) -> int:
+  def chunk_bucket(self, rows) -> int:
     """The padded length of a chunk of rows (its prompt bucket)."""
     return pick_bucket(
       max(1, max(len(r) for r in rows)), self.prompt_buckets, "prompt length"
     )
 
-  def _image_chunk(self, rows, images, T: int, B: int):
+  def image_chunk(self, rows, images, T: int, B: int):
     """The chunk's images laid out (`qwen3_vl.inputs.ImageLayout`, checked
     by `image_prefill.image_chunk`), or None for a text chunk
     (no images given, or none in any row)."""
@@ -650,8 +556,8 @@ class Sampler:
     With row_seeds and split_by_length (text prompts), the rows are
     sampled in one call per prompt bucket (`length_groups`): the same
     tokens, each row padded only to its own bucket."""
-    self._check_rows(prompts, allow_empty=False)
-    self._check_row_seeds(row_seeds, len(prompts))
+    self.check_rows(prompts, allow_empty=False)
+    self.check_row_seeds(row_seeds, len(prompts))
     if num_samples < 1:
       raise ValueError(f"num_samples must be >= 1, got {num_samples}")
     kw = dict(
@@ -708,12 +614,12 @@ class Sampler:
     num_samples,
   ) -> SampleOutput:
     """One sampler call over all of `prompts` (checked by `generate`)."""
-    B = self._batch_bucket(len(prompts))
-    T = self._chunk_bucket(prompts)
+    B = self.batch_bucket(len(prompts))
+    T = self.chunk_bucket(prompts)
     # Laid out (and bad images refused) before anything compiles.
-    layout = self._image_chunk(prompts, images, T, B)
+    layout = self.image_chunk(prompts, images, T, B)
     cache = self.new_cache(B, T + self.max_new_tokens)
-    _, out = self._run(
+    _, out = self.run_chunk(
       cache,
       prompts,
       np.ones(len(prompts), bool),
@@ -732,94 +638,3 @@ class Sampler:
   def session(self, batch_size: int, num_slots: int) -> Session:
     """A multi-turn session whose rows keep their cache between turns."""
     return Session(self, batch_size, num_slots)
-
-
-class Session:
-  """Multi-turn continuation: each turn appends tokens to a kept cache.
-
-  `turn(new_tokens, active)` appends new_tokens[i] to row i (the previous
-  turn's generated tokens are already cached) and samples the reply. Rows
-  with active[i] False append nothing and generate nothing. The sampling
-  keywords are `Sampler.generate`'s (not num_samples); row_seeds and
-  images (Qwen3-VL: a new screenshot with the turn's text), if given, have
-  one entry per session row.
-
-  The cache grows with the conversation, so decode attends to the slots in
-  use rather than to all `num_slots` (the session's capacity): before a
-  turn it holds the next power of two >= slots used + the chunk's bucket +
-  max_new_tokens (at most num_slots). Powers of two bound the shapes, and
-  so the compiled prefill and decode programs, at log2(num_slots), while
-  decode reads under 2x the slots it needs.
-  """
-
-  def __init__(self, sampler: Sampler, batch_size: int, num_slots: int):
-    self.sampler = sampler
-    self.batch_size = batch_size
-    self.num_slots = num_slots
-    self.batch_rows = sampler._batch_bucket(batch_size)  # the cache's B
-    self.cache: KVCache | None = None  # made by the first turn
-
-  @property
-  def slots_used(self) -> int:
-    return 0 if self.cache is None else int(self.cache.end)
-
-  def _make_room(self, chunk_bucket: int) -> None:
-    """Grows the cache to hold this turn (or refuses it, naming the
-    capacity) before anything runs."""
-    need = self.sampler._check_room(
-      self.slots_used, chunk_bucket, self.num_slots
-    )
-    size = min(self.num_slots, 1 << (need - 1).bit_length())
-    if self.cache is None:
-      self.cache = self.sampler.new_cache(self.batch_rows, size)
-    elif size > self.cache.num_slots:
-      self.cache = self.sampler.grown_cache(self.cache, size)
-
-  def turn(
-    self,
-    new_tokens: Sequence[Sequence[int]],
-    active: Sequence[bool] | None = None,
-    **sample_kw,
-  ) -> SampleOutput:
-    if len(new_tokens) != self.batch_size:
-      raise ValueError(
-        f"expected {self.batch_size} rows, got {len(new_tokens)}"
-      )
-    active = np.asarray(
-      [True] * self.batch_size if active is None else active, bool
-    )
-    rows = [
-      list(r) if a else [] for r, a in zip(new_tokens, active, strict=True)
-    ]
-    for i, (r, a) in enumerate(zip(rows, active, strict=True)):
-      if a and not r:
-        raise ValueError(f"row {i} is active but has no new tokens")
-    self.sampler._check_rows(rows, allow_empty=True)
-    self.sampler._check_row_seeds(sample_kw.get("row_seeds"), len(rows))
-    images = sample_kw.pop("images", None)
-    if images is not None:
-      if len(images) != len(rows):
-        raise ValueError(f"{len(images)} image lists for {len(rows)} rows")
-      images = [
-        list(imgs) if a else [] for imgs, a in zip(images, active, strict=True)
-      ]
-    bucket = self.sampler._chunk_bucket(rows)
-    layout = self.sampler._image_chunk(rows, images, bucket, self.batch_rows)
-    self._make_room(bucket)
-    self.cache, out = self.sampler._run(
-      self.cache,
-      rows,
-      active,
-      **{
-        "seed": 0,
-        "temperature": 1.0,
-        "top_p": 1.0,
-        "top_k": 0,
-        "greedy": False,
-        "max_new_tokens": None,
-        "row_seeds": None,
-        **sample_kw,
-      },
-      image_layout=layout,
-    )
-    return out
