@@ -25,12 +25,13 @@ relative resolution (2^-8 = 3.9e-3), so bf16-only weights would not move.
 Qwen3-VL (`VL_PRESETS`, the GUI setting `GUI`): the vision tower's
 parameters are counted, sharded and kept like the text model's; its
 activations (per image, bidirectional attention over the P patches of a
-screenshot, `vision_encode_bytes` / `vision_train_activation_bytes`) and
-FLOPs (`vision_flops_per_image`) are analytical estimates of what
+screenshot) and FLOPs are analytical estimates of what
 `rla_jax.models.qwen3_vl.vision` materialises, not checked against compiled
 memory. Screenshot sizes follow the image processor's `smart_resize`.
 
-The plan built on this model is `launch/memory_plan.py`.
+Screenshots and the vision tower's terms are in `launch/memory_vision.py`;
+the per-phase totals built from both in `launch/memory_phases.py`; the plan
+built on them is `launch/memory_plan.py`.
 """
 
 from __future__ import annotations
@@ -193,11 +194,6 @@ VL_PRESETS = {
     ),
   ),
 }
-# The image processor's pixel bounds (preprocessor_config.json of
-# Qwen3-VL-8B-Instruct: size.shortest_edge / size.longest_edge, which are
-# pixel counts, not edges).
-MIN_PIXELS = 65536
-MAX_PIXELS = 16777216
 
 
 # The small config of the compiled checks (dims divide every mesh axis <= 8).
@@ -471,7 +467,7 @@ def kv_cache_bytes_per_device(
 
 
 # ----------------------------------------------------------- activations
-def _local(dim: int, size: int) -> int:
+def local_dim(dim: int, size: int) -> int:
   """`dim` split over a mesh axis of `size` when it divides (rule semantics)."""
   return dim // size if dim % size == 0 else dim
 
@@ -584,8 +580,8 @@ def train_activation_bytes(
     cfg.head_dim,
     cfg.num_layers,
   )
-  N, K = _local(cfg.num_heads, tensor), _local(cfg.num_kv_heads, tensor)
-  Fl, V = _local(F, tensor), _local(cfg.vocab_size, tensor)
+  N, K = local_dim(cfg.num_heads, tensor), local_dim(cfg.num_kv_heads, tensor)
+  Fl, V = local_dim(F, tensor), local_dim(cfg.vocab_size, tensor)
   carry = b * T * D * BF16
   proj = b * T * ((N + 2 * K) * H + 2 * Fl + 2 * D) * BF16
   att = attention_train_bytes(b, N, K, T, H, attention)
@@ -600,277 +596,3 @@ def train_activation_bytes(
   layer = att["layer"] + b * T * Fl * 12 + b * T * D * 24
   head = 3 * b * min(chunk, T) * V * F32 + 2 * b * T * D * F32
   return {"saved": L * saved[remat], "layer": layer, "head": head}
-
-
-# ------------------------------------------------------------ screenshots
-def smart_resize(
-  height: int,
-  width: int,
-  factor: int,
-  min_pixels: int = MIN_PIXELS,
-  max_pixels: int = MAX_PIXELS,
-) -> tuple[int, int]:
-  """The image processor's resize (transformers' Qwen2-VL `smart_resize`):
-  each side rounded to a multiple of factor (= patch x merge), then both
-  scaled by one beta into [min_pixels, max_pixels], aspect ratio kept."""
-  if max(height, width) / min(height, width) > 200:
-    raise ValueError(f"aspect ratio of {height}x{width} is over 200")
-  h = round(height / factor) * factor
-  w = round(width / factor) * factor
-  if h * w > max_pixels:
-    beta = math.sqrt(height * width / max_pixels)
-    h = max(factor, math.floor(height / beta / factor) * factor)
-    w = max(factor, math.floor(width / beta / factor) * factor)
-  elif h * w < min_pixels:
-    beta = math.sqrt(min_pixels / (height * width))
-    h = math.ceil(height * beta / factor) * factor
-    w = math.ceil(width * beta / factor) * factor
-  return h, w
-
-
-def screenshot_grid(
-  v: VisionConfig,
-  screen: tuple[int, int],
-  min_pixels: int = MIN_PIXELS,
-  max_pixels: int = MAX_PIXELS,
-) -> tuple[int, int]:
-  """(h, w) patch grid of a (height, width) screenshot after `smart_resize`
-  at factor patch_size x spatial_merge_size: the tower attends over
-  P = h x w patches; the prompt holds h x w / m^2 merged tokens."""
-  factor = v.patch_size * v.spatial_merge_size
-  height, width = smart_resize(*screen, factor, min_pixels, max_pixels)
-  return height // v.patch_size, width // v.patch_size
-
-
-def screenshot_tokens(
-  v: VisionConfig, screen: tuple[int, int], **bounds
-) -> int:
-  """Merged (image-pad) tokens of one screenshot: h x w / m^2 (bounds:
-  `screenshot_grid`'s min_pixels / max_pixels)."""
-  h, w = screenshot_grid(v, screen, **bounds)
-  return h * w // v.merge_unit
-
-
-def _pow2(n: int) -> int:
-  """Smallest power of two >= n (`qwen3_vl.inputs.image_batch` pads each
-  grid's image count so)."""
-  return 1 << (max(n, 1) - 1).bit_length()
-
-
-def images_per_device(
-  images_per_row: int, rows: int, batch_shards: int, sharded: bool
-) -> int:
-  """Images one device encodes for `rows` rows (the whole call or micro-
-  batch) split over `batch_shards`: its own rows' images when sharded,
-  else every image of the call (padded to a power of two), as the
-  Sampler and the Learner place a call's pixels now (replicated)."""
-  if not images_per_row:
-    return 0
-  if sharded:
-    return -(-rows // batch_shards) * images_per_row
-  return _pow2(rows * images_per_row)
-
-
-# ------------------------------------------------------------ vision tower
-def vision_flops_per_image(v: VisionConfig, P: int, D: int) -> dict:
-  """Forward FLOPs of the tower on one image of P patches:
-  matmul = 2 P (Cp Dv + Lv (3Dv^2 + Dv^2 + 2 Dv Fv)) + 2 (P / m^2)
-    (1 + E) (Q^2 + Q D), Q = m^2 Dv (patch embedding, blocks, the final
-    and E DeepStack mergers);
-  attention = 4 Lv Nv Hv P^2 (QK^T and PV, bidirectional over the image)."""
-  Dv, Fv, Lv = v.hidden_size, v.intermediate_size, v.depth
-  Q, E = v.merge_unit * Dv, len(v.deepstack_visual_indexes)
-  blocks = Lv * (4 * Dv * Dv + 2 * Dv * Fv)
-  matmul = 2 * P * (v.patch_dim * Dv + blocks)
-  matmul += 2 * (P // v.merge_unit) * (1 + E) * (Q * Q + Q * D)
-  attention = 4 * Lv * v.num_heads * v.head_dim * P * P
-  return {"matmul": matmul, "attention": attention}
-
-
-def image_feature_bytes(v: VisionConfig, images: int, P: int, D: int) -> int:
-  """The tower's outputs kept for the text forward: features and E
-  DeepStack features, (1 + E) x [images x P / m^2, D] bf16."""
-  E = len(v.deepstack_visual_indexes)
-  return (1 + E) * images * (P // v.merge_unit) * D * BF16
-
-
-def vision_encode_bytes(
-  v: VisionConfig, images: int, P: int, tensor: int, attention: str
-) -> int:
-  """One vision layer's transient while encoding I images (inference):
-  the attention transient of a bidirectional [I, Nv, P, P] attention
-  (`attention_prefill_bytes` with S = P, K = Nv) + 6 B per MLP element
-  [I, P, Fv] + 12 B per hidden element [I, P, Dv] (bf16 x, f32 residual
-  and norm) + 6 B per q/k/v element [I, P, 3 Dv] + the f32 pixels
-  [I, P, Cp]. Heads and the MLP split over tensor (SAMPLE_RULES)."""
-  if not images:
-    return 0
-  Nv, Fv = _local(v.num_heads, tensor), _local(v.intermediate_size, tensor)
-  Hv, Dv = v.head_dim, v.hidden_size
-  att = attention_prefill_bytes(images, Nv, Nv, P, P, Hv, attention)
-  return (
-    att
-    + images * P * Fv * 6
-    + images * P * Dv * 12
-    + images * P * 3 * Nv * Hv * 2
-    + images * P * v.patch_dim * F32
-  )
-
-
-def vision_train_activation_bytes(
-  v: VisionConfig, images: int, P: int, D: int, tensor: int, attention: str
-) -> dict[str, int]:
-  """Activation bytes of the tower on I images in a training step.
-
-  The tower's layer scan has no remat, so every layer keeps its forward:
-  saved = Lv x (I P (16 Dv + 12 Dv_l + 4 Fv_l) + the attention's saved
-    bytes, `attention_train_bytes` with T = P, K = Nv): per element bf16
-    x, f32 norm, bf16 h (x2 norms), q/k/v + rotated q, k + attention
-    output (Dv_l = Nv_l Hv, heads split over tensor), fc1 and gelu outputs;
-  layer: one layer's backward working set, as the text layer's (the
-    attention's layer bytes + 12 B per [I, P, Fv_l] + 24 B per [I, P, Dv]);
-  io: the f32 pixels [I, P, Cp] + the merged features and their f32
-    gradients, (1 + E) [I P / m^2, D] x (2 + 4) B."""
-  if not images:
-    return {"saved": 0, "layer": 0, "io": 0}
-  Nv, Fv = _local(v.num_heads, tensor), _local(v.intermediate_size, tensor)
-  Hv, Dv, Lv = v.head_dim, v.hidden_size, v.depth
-  att = attention_train_bytes(images, Nv, Nv, P, Hv, attention)
-  IP = images * P
-  saved = Lv * (IP * (16 * Dv + 12 * Nv * Hv + 4 * Fv) + att["saved"])
-  layer = att["layer"] + IP * Fv * 12 + IP * Dv * 24
-  E = len(v.deepstack_visual_indexes)
-  io = IP * v.patch_dim * F32 + (1 + E) * (IP // v.merge_unit) * D * 6
-  return {"saved": saved, "layer": layer, "io": io}
-
-
-def _vision_layer_params(v: VisionConfig, D: int) -> int:
-  """One vision block's and the final merger's weights (what fsdp gathers
-  at a time in the tower)."""
-  Dv, Fv, Q = v.hidden_size, v.intermediate_size, v.merge_unit * v.hidden_size
-  return 4 * Dv * Dv + 2 * Dv * Fv + Q * Q + Q * D
-
-
-# ------------------------------------------------------------ phases
-def train_phase_bytes(
-  cfg, mesh, T: int, wl: Workload, images_per_sample: int = 0
-) -> dict[str, int]:
-  """Per-device bytes while training one model (TRAIN_RULES mesh).
-
-  Qwen3-VL: fp32 params / AdamW / grads include the tower's shards; the
-  tower's activations (`vision_train_activation_bytes`) for the images a
-  device encodes per micro-batch (`images_per_device`: its samples' when
-  wl.images_sharded, else the whole micro-batch's) add to "activations"
-  as "vision_activations"."""
-  v, t = vision_config(cfg), text_config(cfg)
-  p = per_device_param_elems(cfg, mesh, shd.TRAIN_RULES)
-  tensor = mesh.shape["tensor"]
-  layer_params = (
-    param_count(cfg, "text") - 2 * t.vocab_size * t.hidden_size
-  ) // t.num_layers
-  act = train_activation_bytes(
-    t,
-    wl.micro_batch_per_device,
-    T,
-    tensor,
-    wl.remat,
-    wl.logprob_chunk,
-    wl.attention,
-  )
-  out = {
-    "params_f32": p * F32,
-    "adam_mu_nu_f32": 2 * p * F32,
-    "grads_f32_accum+micro": 2 * p * F32,
-    # fsdp all-gathers one layer's bf16 weights (x2: prefetch / backward)
-    # and the [D, V] unembedding for the log-prob head.
-    "gathered_bf16_weights": (
-      2 * layer_params // tensor + _local(t.vocab_size, tensor) * t.hidden_size
-    )
-    * BF16,
-    "activations": act["saved"] + act["layer"] + act["head"],
-  }
-  if v is not None and images_per_sample and wl.screen is not None:
-    dp = mesh.shape["data"] * mesh.shape["fsdp"]
-    images = images_per_device(
-      images_per_sample,
-      wl.micro_batch_per_device * dp,
-      dp,
-      wl.images_sharded,
-    )
-    P = math.prod(screenshot_grid(v, wl.screen))
-    va = vision_train_activation_bytes(
-      v, images, P, t.hidden_size, tensor, wl.attention
-    )
-    out["gathered_bf16_weights"] += (
-      2 * _vision_layer_params(v, t.hidden_size) // tensor * BF16
-    )
-    out["vision_activations"] = va["saved"] + va["layer"] + va["io"]
-  return out
-
-
-def sample_phase_bytes(
-  cfg,
-  mesh,
-  rows: int,
-  prompt: int,
-  gen: int,
-  prefill_rows: int | None = None,
-  attention: str = "einsum",
-  images_per_row: int = 0,
-  screen: tuple[int, int] | None = None,
-  images_sharded: bool = True,
-) -> dict[str, int]:
-  """Per-device bytes while sampling (SAMPLE_RULES: weights TP-only).
-
-  r = ceil(rows / (data * fsdp)) rows per device; a prefill piece holds
-  rp = min(r, prefill_rows) of them (None: the whole batch, rp = r; the
-  sampler's `prefill_rows` semantics: rows per batch shard per piece).
-  prefill transient, one layer of one piece: the attention transient
-  (`attention_prefill_bytes`, [rp, N, P, S] scores for einsum, tiles for
-  flash) + 6 B per MLP element [rp, P, F] + last-position f32 logits
-  [rp, V]; flash adds the hidden states 12 B per [rp, P, D] (bf16 x, f32
-  residual and norm), negligible next to einsum scores and left out there.
-  prefill pieces (rp < r): the piece's slice of every layer's cache,
-  2 x L x [rp, K, S, H] bf16 (taken, then written back).
-  Qwen3-VL: "weights_bf16" is the text decoder, "vision_weights_bf16" the
-  tower; with images_per_row screenshots of `screen` per row, the tower
-  encodes a device's images (`images_per_device`) before the text
-  forward: "image_features" (`image_feature_bytes`) stay through it, and
-  the prefill transient is the larger of the text layer's and the vision
-  layer's (`vision_encode_bytes`), which run one after the other.
-  """
-  model_cfg = cfg
-  v, cfg = vision_config(cfg), text_config(cfg)
-  slots = prompt + gen
-  dp = mesh.shape["data"] * mesh.shape["fsdp"]
-  tensor = mesh.shape["tensor"]
-  r = -(-rows // dp)
-  rp = r if prefill_rows is None else min(r, prefill_rows)
-  N, Fl = _local(cfg.num_heads, tensor), _local(cfg.intermediate_size, tensor)
-  K, H = _local(cfg.num_kv_heads, tensor), cfg.head_dim
-  prefill = (
-    attention_prefill_bytes(rp, N, K, prompt, slots, H, attention)
-    + rp * prompt * Fl * 6
-    + rp * cfg.vocab_size * F32
-  )
-  if attention_kind(attention) == "flash":
-    prefill += rp * prompt * cfg.hidden_size * 12
-  out = {
-    "weights_bf16": per_device_param_bytes(
-      model_cfg, mesh, shd.SAMPLE_RULES, BF16, "text"
-    )
-  }
-  if v is not None:
-    out["vision_weights_bf16"] = per_device_param_bytes(
-      model_cfg, mesh, shd.SAMPLE_RULES, BF16, "vision"
-    )
-  out["kv_cache_bf16"] = kv_cache_bytes_per_device(cfg, dp * r, slots, mesh)
-  if v is not None and images_per_row and screen is not None:
-    images = images_per_device(images_per_row, rows, dp, images_sharded)
-    P = math.prod(screenshot_grid(v, screen))
-    out["image_features"] = image_feature_bytes(v, images, P, cfg.hidden_size)
-    prefill = max(prefill, vision_encode_bytes(v, images, P, tensor, attention))
-  out["prefill_transient"] = prefill
-  if rp < r:
-    out["prefill_piece_cache"] = 2 * cfg.num_layers * rp * K * slots * H * BF16
-  return out

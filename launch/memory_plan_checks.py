@@ -22,10 +22,14 @@ from launch.memory_model import (
   GiB,
   Workload,
   fake_mesh,
-  image_feature_bytes,
+)
+from launch.memory_phases import (
   sample_phase_bytes,
-  screenshot_grid,
   train_phase_bytes,
+)
+from launch.memory_vision import (
+  image_feature_bytes,
+  screenshot_grid,
   vision_encode_bytes,
   vision_train_activation_bytes,
 )

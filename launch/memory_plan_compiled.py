@@ -100,6 +100,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from launch import memory_model as mm
+from launch import memory_phases as mp
 from rla_jax import sharding as shd
 from rla_jax.models import unrolled
 from rla_jax.models.kv_cache import (
@@ -195,7 +196,7 @@ def compiled_train(cfg, mesh) -> dict:
   got = stats(step.lower(params, opt, tokens, mask).compile())
   fake = mm.fake_mesh(*(mesh.shape[a] for a in shd.MESH_AXES))
   wl = mm.Workload(remat=ARGS.remat, attention=ARGS.attention)
-  est = mm.train_phase_bytes(cfg, fake, ARGS.seq, wl)
+  est = mp.train_phase_bytes(cfg, fake, ARGS.seq, wl)
   est["grads_f32_micro"] = est.pop("grads_f32_accum+micro") // 2
   return {
     "compiled": got,
@@ -282,7 +283,7 @@ def compiled_prefill(cfg, mesh) -> dict:
   )
   got = stats(_lower_prefill(cfg, mesh, params, cache, tokens).compile())
   fake = mm.fake_mesh(*(mesh.shape[a] for a in shd.MESH_AXES))
-  est = mm.sample_phase_bytes(
+  est = mp.sample_phase_bytes(
     cfg,
     fake,
     rows,

@@ -17,14 +17,18 @@ from launch.memory_model import (
   Workload,
   attention_kind,
   fake_mesh,
-  images_per_device,
   param_count,
   per_device_param_bytes,
-  sample_phase_bytes,
-  screenshot_grid,
   text_config,
-  train_phase_bytes,
   vision_config,
+)
+from launch.memory_phases import (
+  sample_phase_bytes,
+  train_phase_bytes,
+)
+from launch.memory_vision import (
+  images_per_device,
+  screenshot_grid,
   vision_flops_per_image,
 )
 from rla_jax import sharding as shd

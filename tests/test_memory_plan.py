@@ -13,6 +13,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from launch import memory_model as mm
+from launch import memory_phases as mp
+from launch import memory_vision as mv
 from rla_jax import sharding as shd
 
 QWEN25_7B = mm.PRESETS["qwen2.5-7b-instruct"]
@@ -141,7 +143,7 @@ def test_prefill_term_shrinks_with_prefill_rows():
   mesh = mm.fake_mesh(1, 8, 1)  # 384 RM rows: 48 per device
   for att in ("einsum", "blockwise"):
     got = [
-      mm.sample_phase_bytes(QWEN25_7B, mesh, 384, 2048, 4096, r, att)
+      mp.sample_phase_bytes(QWEN25_7B, mesh, 384, 2048, 4096, r, att)
       for r in (None, 16, 4, 1)
     ]
     transient = [g["prefill_transient"] for g in got]
@@ -151,9 +153,9 @@ def test_prefill_term_shrinks_with_prefill_rows():
     assert got[2]["prefill_piece_cache"] * 4 == got[1]["prefill_piece_cache"]
     assert len({g["kv_cache_bf16"] for g in got}) == 1  # the cache stays
   # rows >= rows per device: the whole batch, as with None
-  assert mm.sample_phase_bytes(
+  assert mp.sample_phase_bytes(
     QWEN25_7B, mesh, 384, 2048, 4096, 48
-  ) == mm.sample_phase_bytes(QWEN25_7B, mesh, 384, 2048, 4096, None)
+  ) == mp.sample_phase_bytes(QWEN25_7B, mesh, 384, 2048, 4096, None)
 
 
 def test_smallest_slice_with_the_new_attention_is_no_larger():
@@ -293,14 +295,14 @@ def test_plan_includes_the_vision_tower_parameters():
   vision = mm.param_count(QWEN3_VL_8B, "vision")
   one = mm.fake_mesh(1, 1, 1)
   wl = mm.Workload()  # text-only workload: only the parameters differ
-  vl_train = mm.train_phase_bytes(QWEN3_VL_8B, one, 4096, wl)
-  text_train = mm.train_phase_bytes(text, one, 4096, wl)
+  vl_train = mp.train_phase_bytes(QWEN3_VL_8B, one, 4096, wl)
+  text_train = mp.train_phase_bytes(text, one, 4096, wl)
   assert vl_train["params_f32"] - text_train["params_f32"] == 4 * vision
-  vl_sample = mm.sample_phase_bytes(QWEN3_VL_8B, one, 8, 1024, 1024)
+  vl_sample = mp.sample_phase_bytes(QWEN3_VL_8B, one, 8, 1024, 1024)
   assert vl_sample["vision_weights_bf16"] == 2 * vision
   assert (
     vl_sample["weights_bf16"]
-    == mm.sample_phase_bytes(text, one, 8, 1024, 1024)["weights_bf16"]
+    == mp.sample_phase_bytes(text, one, 8, 1024, 1024)["weights_bf16"]
   )
   # on a slice: the co-resident fp32 params of both idle models grow by
   # both towers' shards, which are really sharded over fsdp
@@ -327,45 +329,45 @@ def test_screenshot_geometry_is_the_image_processors():
   # and a small max_pixels for the branch above it (a real image over
   # 16M pixels would take long to preprocess)
   for lo, hi, screen in (
-    (mm.MIN_PIXELS, mm.MAX_PIXELS, (1080, 1920)),
-    (mm.MIN_PIXELS, mm.MAX_PIXELS, (100, 90)),
-    (mm.MIN_PIXELS, 300_000, (1080, 1920)),
+    (mv.MIN_PIXELS, mv.MAX_PIXELS, (1080, 1920)),
+    (mv.MIN_PIXELS, mv.MAX_PIXELS, (100, 90)),
+    (mv.MIN_PIXELS, 300_000, (1080, 1920)),
   ):
     size = {"shortest_edge": lo, "longest_edge": hi}
     proc = inputs.image_processor(QWEN3_VL_8B, {"size": size})
     image = inputs.preprocess(proc, [np.zeros((*screen, 3), np.uint8)])[0]
     bounds = {"min_pixels": lo, "max_pixels": hi}
-    assert mm.screenshot_grid(v, screen, **bounds) == image.grid, screen
-    assert mm.screenshot_tokens(v, screen, **bounds) == image.tokens(2)
-  assert mm.screenshot_grid(v, (1080, 1920), max_pixels=300_000) != (68, 120)
+    assert mv.screenshot_grid(v, screen, **bounds) == image.grid, screen
+    assert mv.screenshot_tokens(v, screen, **bounds) == image.tokens(2)
+  assert mv.screenshot_grid(v, (1080, 1920), max_pixels=300_000) != (68, 120)
   # the GUI prompts hold their screenshots
-  tok = mm.screenshot_tokens(v, mm.GUI.screen)
+  tok = mv.screenshot_tokens(v, mm.GUI.screen)
   assert mm.GUI.rm_images * tok < mm.GUI.rm_prompt
   assert mm.GUI.policy_images * tok < mm.GUI.policy_prompt
   with pytest.raises(ValueError, match="aspect ratio"):
-    mm.smart_resize(10, 5000, 32)
+    mv.smart_resize(10, 5000, 32)
 
 
 def test_vision_terms_einsum_flash_and_image_layout():
   v = QWEN3_VL_8B.vision
   P = 8160
-  e = mm.vision_train_activation_bytes(v, 1, P, 4096, 1, "einsum")
-  f = mm.vision_train_activation_bytes(v, 1, P, 4096, 1, "blockwise")
+  e = mv.vision_train_activation_bytes(v, 1, P, 4096, 1, "einsum")
+  f = mv.vision_train_activation_bytes(v, 1, P, 4096, 1, "blockwise")
   # einsum keeps [Nv, P, P] f32 scores + bf16 probs per layer
   assert e["saved"] - f["saved"] > 27 * v.num_heads * P * P * 6 * 0.9
-  assert mm.vision_encode_bytes(v, 4, P, 1, "blockwise") * 8 < (
-    mm.vision_encode_bytes(v, 4, P, 1, "einsum")
+  assert mv.vision_encode_bytes(v, 4, P, 1, "blockwise") * 8 < (
+    mv.vision_encode_bytes(v, 4, P, 1, "einsum")
   )
   # twice the images, twice the bytes (flash: linear, no cross-image term)
-  one = mm.vision_train_activation_bytes(v, 1, P, 4096, 2, "blockwise")
-  two = mm.vision_train_activation_bytes(v, 2, P, 4096, 2, "blockwise")
+  one = mv.vision_train_activation_bytes(v, 1, P, 4096, 2, "blockwise")
+  two = mv.vision_train_activation_bytes(v, 2, P, 4096, 2, "blockwise")
   assert two == {k: 2 * x for k, x in one.items()}
-  fl = mm.vision_flops_per_image(v, P, 4096)
+  fl = mv.vision_flops_per_image(v, P, 4096)
   assert fl["attention"] == 4 * 27 * 1152 * P * P
   # 288 rows x 3 images over 16 batch shards: 54 each, or all 864 -> 1024
-  assert mm.images_per_device(3, 288, 16, True) == 54
-  assert mm.images_per_device(3, 288, 16, False) == 1024
-  assert mm.images_per_device(0, 288, 16, False) == 0
+  assert mv.images_per_device(3, 288, 16, True) == 54
+  assert mv.images_per_device(3, 288, 16, False) == 1024
+  assert mv.images_per_device(0, 288, 16, False) == 0
   # the replicated layout only adds memory
   from launch import slice_plan as mp
 
