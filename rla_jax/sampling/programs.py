@@ -39,6 +39,9 @@ from rla_jax.sampling.token_selection import row_stream_keys, select_tokens
 def prefill_whole(
   cfg: QwenConfig, dtype, params, cache: KVCache, tokens, mask, attention="auto"
 ):
+  """The whole chunk in one forward: tokens, mask [B, T] (left-padded) are
+  written at slots [cache.end, cache.end + T) and attend to every valid
+  earlier slot. Returns (the cache, the last position's logits [B, V])."""
   h, cache = unrolled.forward(
     cfg, params, tokens, mask, cache, dtype=dtype, attention=attention
   )
