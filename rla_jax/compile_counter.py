@@ -1,10 +1,14 @@
 """Counts XLA backend compilations, so tests and benchmarks can assert them.
 
 JAX reports every backend compile through `jax.monitoring` under
-`/jax/core/compile/backend_compile_duration`; one process-wide listener
-(registered once, on first use) increments a counter. Nothing else is
-global: callers read `compile_count()` before and after the code they
-measure, or use `CompileCounter` as a context manager.
+`/jax/core/compile/backend_compile_duration`. The event times JAX's
+compile-or-load, so a program loaded from the persistent compilation cache
+counts too (tests/test_compile_counter.py): the test suite shares one such
+cache between its processes, and a retrace must not hide behind a cache
+hit. One process-wide listener (registered once, on first use) increments
+a counter. Nothing else is global: callers read `compile_count()` before
+and after the code they measure, or use `CompileCounter` as a context
+manager.
 """
 
 from __future__ import annotations

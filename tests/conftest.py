@@ -1,23 +1,66 @@
-"""Shared test fixtures: tiny random Hugging Face Qwen checkpoints, and the
-smoke preset's ALFWorld warm start.
+"""Shared test fixtures: tiny random Hugging Face Qwen checkpoints, the
+smoke preset's ALFWorld warm start, and one persistent XLA compilation
+cache for the whole session.
 
 Checkpoints are built with transformers (torch, CPU) in a temp dir once
 per session and loaded by rla_jax in the tests; the warm start is built
-once per session by `launch/build_warmstart.py`.
+once per session by `launch/build_warmstart.py`, by whichever xdist worker
+asks first.
+
+Most of the suite's time is XLA compiling tiny models' programs, and the
+loop tests' subprocesses compile the same smoke-preset programs again and
+again. `pytest_configure` gives every process of the session (the pytest
+workers and the launchers they start) one fresh cache directory through
+RLA_JAX_XLA_CACHE, removed when the session ends: no program is compiled
+twice, and nothing is read from or left in the user's own cache.
+`CompileCounter` counts a program loaded from that cache as a compile
+(tests/test_compile_counter.py), so no-recompile checks keep their teeth.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import pytest
+from filelock import FileLock
 
 from rla_jax.models import QwenConfig
+
+# The session's XLA cache directory, where this process created it (the
+# pytest controller, or a run without xdist); xdist workers inherit it.
+_OWNED_XLA_CACHE: str | None = None
+
+
+def pytest_configure(config):
+  global _OWNED_XLA_CACHE
+  del config
+  if "PYTEST_XDIST_WORKER" not in os.environ:
+    _OWNED_XLA_CACHE = tempfile.mkdtemp(prefix="rla_jax-tests-xla-")
+    os.environ["RLA_JAX_XLA_CACHE"] = _OWNED_XLA_CACHE
+  from launch.cli import enable_compilation_cache
+
+  enable_compilation_cache()
+
+
+def pytest_unconfigure(config):
+  del config
+  if _OWNED_XLA_CACHE is not None:
+    shutil.rmtree(_OWNED_XLA_CACHE, ignore_errors=True)
+
+
+def session_shared_dir(tmp_path_factory) -> str:
+  """A directory every xdist worker of this session sees (the per-worker
+  base temp's parent; the base temp itself without xdist)."""
+  base = tmp_path_factory.getbasetemp()
+  return str(base.parent if "PYTEST_XDIST_WORKER" in os.environ else base)
+
 
 # The tiny random Qwen3 config the sampler and attention tests share.
 TINY_QWEN3 = QwenConfig(
@@ -141,23 +184,33 @@ class WarmStartBuild:
 def smoke_warm_start(tmp_path_factory) -> WarmStartBuild:
   """The smoke preset's warm start, built once per session by the build
   command (the loop only loads one): tests pass its `dir` as
-  config.warmstart.dir / --config.warmstart.dir."""
+  config.warmstart.dir / --config.warmstart.dir. The first xdist worker to
+  ask builds it under a file lock; the others wait and load it (tests only
+  read it)."""
   import subprocess
   import sys
 
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-  out = str(tmp_path_factory.mktemp("warmstart") / "alfworld-smoke")
+  shared = session_shared_dir(tmp_path_factory)
+  out = os.path.join(shared, "warmstart", "alfworld-smoke")
   argv = [
     "launch/build_warmstart.py",
     "--config=alfworld:smoke",
     f"--out={out}",
   ]
-  proc = subprocess.run(
-    [sys.executable, *argv],
-    capture_output=True,
-    text=True,
-    timeout=1200,
-    cwd=root,
-  )
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  return WarmStartBuild(out, argv, proc.stderr)
+  log = os.path.join(shared, "warmstart", "alfworld-smoke.stderr")
+  os.makedirs(os.path.dirname(out), exist_ok=True)
+  with FileLock(log + ".lock"):
+    if not os.path.exists(log):
+      proc = subprocess.run(
+        [sys.executable, *argv],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        cwd=root,
+      )
+      assert proc.returncode == 0, proc.stderr[-3000:]
+      with open(log, "w") as f:
+        f.write(proc.stderr)
+  with open(log) as f:
+    return WarmStartBuild(out, argv, f.read())

@@ -39,7 +39,6 @@ def env(tmp_path_factory):
   return {
     **os.environ,
     "RLA_JAX_CACHE": str(cache / "models"),  # coding and GUI models
-    "RLA_JAX_XLA_CACHE": str(cache / "xla"),
   }
 
 

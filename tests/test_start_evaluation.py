@@ -113,14 +113,12 @@ def smoke_record(smoke_warm_start, tmp_path_factory):
     "--config.eval.start_check_runs=2",
     f"--out={out}",
   ]
-  env = {**os.environ, "RLA_JAX_XLA_CACHE": ""}
   proc = subprocess.run(
     [sys.executable, *argv],
     capture_output=True,
     text=True,
     timeout=900,
     cwd=ROOT,
-    env=env,
   )
   assert proc.returncode == 0, proc.stderr[-3000:]
   return out, argv
