@@ -44,6 +44,10 @@ def pytest_configure(config):
   if "PYTEST_XDIST_WORKER" not in os.environ:
     _OWNED_XLA_CACHE = tempfile.mkdtemp(prefix="rla_jax-tests-xla-")
     os.environ["RLA_JAX_XLA_CACHE"] = _OWNED_XLA_CACHE
+    # Unbounded: with a bound, JAX's LRU cache scans every entry on every
+    # write (43 ms over 908 entries here), quadratic over a session's
+    # thousands of programs; the directory goes when the session ends.
+    os.environ["RLA_JAX_XLA_CACHE_MAX_MB"] = "-1"
   from launch.cli import enable_compilation_cache
 
   enable_compilation_cache()

@@ -451,7 +451,13 @@ def _probe_cache(cache, **env):
     capture_output=True,
     text=True,
     timeout=120,
-    env={**os.environ, "RLA_JAX_XLA_CACHE": str(cache), **env},
+    env={
+      **{
+        k: v for k, v in os.environ.items() if k != "RLA_JAX_XLA_CACHE_MAX_MB"
+      },
+      "RLA_JAX_XLA_CACHE": str(cache),
+      **env,
+    },
     cwd=ROOT,
   )
   assert proc.returncode == 0, proc.stderr[-2000:]
