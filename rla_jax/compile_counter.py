@@ -3,7 +3,7 @@
 JAX reports every backend compile through `jax.monitoring` under
 `/jax/core/compile/backend_compile_duration`. The event times JAX's
 compile-or-load, so a program loaded from the persistent compilation cache
-counts too (tests/test_compile_counter.py): the test suite shares one such
+counts too (tests/test_compilation_cache.py): the test suite shares one such
 cache between its processes, and a retrace must not hide behind a cache
 hit. One process-wide listener (registered once, on first use) increments
 a counter. Nothing else is global: callers read `compile_count()` before

@@ -11,10 +11,11 @@ Most of the suite's time is XLA compiling tiny models' programs, and the
 loop tests' subprocesses compile the same smoke-preset programs again and
 again. `pytest_configure` gives every process of the session (the pytest
 workers and the launchers they start) one fresh cache directory through
-RLA_JAX_XLA_CACHE, removed when the session ends: no program is compiled
-twice, and nothing is read from or left in the user's own cache.
+RLA_JAX_XLA_CACHE, removed when the session ends: a program one process
+compiled is loaded, not compiled again, by the processes after it, and
+nothing is read from or left in the user's own cache.
 `CompileCounter` counts a program loaded from that cache as a compile
-(tests/test_compile_counter.py), so no-recompile checks keep their teeth.
+(tests/test_compilation_cache.py), so no-recompile checks keep their teeth.
 """
 
 from __future__ import annotations
