@@ -1,6 +1,7 @@
 """Shared test fixtures: tiny random Hugging Face Qwen checkpoints, the
 smoke preset's ALFWorld warm start, and one persistent XLA compilation
-cache for the whole session.
+cache and one cache of embedded coding and GUI models for the whole
+session.
 
 Checkpoints are built with transformers (torch, CPU) in a temp dir once
 per session and loaded by rla_jax in the tests; the warm start is built
@@ -13,7 +14,9 @@ again. `pytest_configure` gives every process of the session (the pytest
 workers and the launchers they start) one fresh cache directory through
 RLA_JAX_XLA_CACHE, removed when the session ends: a program one process
 compiled is loaded, not compiled again, by the processes after it, and
-nothing is read from or left in the user's own cache.
+nothing is read from or left in the user's own cache. The embedded models
+(RLA_JAX_CACHE) are shared the same way: the GUI smoke models took ~45 s
+to build, once per test that used them.
 `CompileCounter` counts a program loaded from that cache as a compile
 (tests/test_compilation_cache.py), so no-recompile checks keep their teeth.
 """
@@ -34,21 +37,26 @@ from filelock import FileLock
 
 from rla_jax.models import QwenConfig
 
-# The session's XLA cache directory, where this process created it (the
-# pytest controller, or a run without xdist); xdist workers inherit it.
-_OWNED_XLA_CACHE: str | None = None
+# The session's cache directory (the XLA cache and the embedded models),
+# where this process created it (the pytest controller, or a run without
+# xdist); xdist workers and launcher subprocesses inherit its paths.
+_OWNED_CACHES: str | None = None
 
 
 def pytest_configure(config):
-  global _OWNED_XLA_CACHE
+  global _OWNED_CACHES
   del config
   if "PYTEST_XDIST_WORKER" not in os.environ:
-    _OWNED_XLA_CACHE = tempfile.mkdtemp(prefix="rla_jax-tests-xla-")
-    os.environ["RLA_JAX_XLA_CACHE"] = _OWNED_XLA_CACHE
+    _OWNED_CACHES = tempfile.mkdtemp(prefix="rla_jax-tests-")
+    os.environ["RLA_JAX_XLA_CACHE"] = os.path.join(_OWNED_CACHES, "xla")
     # Unbounded: with a bound, JAX's LRU cache scans every entry on every
     # write (43 ms over 908 entries here), quadratic over a session's
     # thousands of programs; the directory goes when the session ends.
     os.environ["RLA_JAX_XLA_CACHE_MAX_MB"] = "-1"
+    # The embedded coding and GUI models (rla_jax.warmstart.coding.
+    # EmbeddedCache): built once per settings hash in the session, however
+    # many tests and launcher subprocesses ask (builds are file-locked).
+    os.environ["RLA_JAX_CACHE"] = os.path.join(_OWNED_CACHES, "models")
   from launch.cli import enable_compilation_cache
 
   enable_compilation_cache()
@@ -56,8 +64,8 @@ def pytest_configure(config):
 
 def pytest_unconfigure(config):
   del config
-  if _OWNED_XLA_CACHE is not None:
-    shutil.rmtree(_OWNED_XLA_CACHE, ignore_errors=True)
+  if _OWNED_CACHES is not None:
+    shutil.rmtree(_OWNED_CACHES, ignore_errors=True)
 
 
 def session_shared_dir(tmp_path_factory) -> str:

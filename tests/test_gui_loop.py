@@ -135,7 +135,6 @@ def test_one_rl_step_over_recorded_osworld_desktops(tmp_path):
   examples.mkdir()
   (examples / "demo.json").write_text((recorded / "task.json").read_text())
   c = gui_config.get_config("smoke")
-  c.embedded.cache_dir = str(tmp_path / "models")
   c.total_steps = 1
   c.env.update(backend="osworld", num_slots=1, num_tasks=1, num_browsers=2)
   c.env.osworld.update(

@@ -146,14 +146,9 @@ def test_missing_model_directory(tmp_path):
 
 @pytest.mark.slow
 def test_incompatible_checkpoint_is_refused(tmp_path):
-  env = {
-    "RLA_JAX_CACHE": str(tmp_path / "cache"),
-    "RLA_JAX_XLA_CACHE": str(tmp_path / "xla"),
-  }
   work = str(tmp_path / "run")
   first = _run(
     ["--config=coding:smoke", "--config.total_steps=1", f"--workdir={work}"],
-    env=env,
   )
   assert first.returncode == 0, first.stderr[-2000:]
   assert os.path.isdir(os.path.join(work, "checkpoints", "0"))
@@ -164,7 +159,6 @@ def test_incompatible_checkpoint_is_refused(tmp_path):
       "--config.env.programs_per_task=3",
       f"--workdir={work}",
     ],
-    env=env,
   )
   _assert_one_error_line(second, "was written with config fingerprint")
   assert "use a new --workdir" in second.stderr

@@ -34,12 +34,9 @@ CASES = {
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-  cache = tmp_path_factory.mktemp("cache")
-  return {
-    **os.environ,
-    "RLA_JAX_CACHE": str(cache / "models"),  # coding and GUI models
-  }
+def env():
+  """The launchers' environment: the session's caches (tests/conftest.py)."""
+  return dict(os.environ)
 
 
 def _cmd(case, workdir, warm_start):

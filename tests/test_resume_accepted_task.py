@@ -38,12 +38,9 @@ ACCEPT_STEP = 1  # the RL step that accepts; its checkpoint is the kill point
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-  cache = tmp_path_factory.mktemp("cache")
-  return {
-    **os.environ,
-    "RLA_JAX_CACHE": str(cache / "models"),
-  }
+def env():
+  """The launchers' environment: the session's caches (tests/conftest.py)."""
+  return dict(os.environ)
 
 
 def _cmd(workdir):

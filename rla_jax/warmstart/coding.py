@@ -14,7 +14,9 @@ import dataclasses
 import hashlib
 import json
 import os
+from collections.abc import Callable
 
+from filelock import FileLock
 from flax import nnx
 
 from rla_jax.envs.coding import (
@@ -73,6 +75,21 @@ class EmbeddedCache:
     with open(self.marker, "w") as f:
       json.dump(self.spec, f)
 
+  def built(self, build: Callable[[dict[str, str]], None]) -> dict[str, str]:
+    """`dirs`, after `build(dirs)` has filled them unless a finished build
+    is already there. Builders are serialised by a file lock beside root:
+    a second process building the same models (another run, a test
+    worker) waits, then loads the first one's build instead of writing
+    into it. A build killed part-way leaves no COMPLETE marker and is
+    redone."""
+    if not self.complete:
+      os.makedirs(self.root, exist_ok=True)
+      with FileLock(self.root + ".lock"):
+        if not self.complete:
+          build(self.dirs)
+          self.mark_complete()
+    return self.dirs
+
 
 def embedded_cache(config, kind: str) -> EmbeddedCache:
   """The `EmbeddedCache` of config.embedded (its cache_dir aside) and
@@ -88,12 +105,17 @@ def embedded_cache(config, kind: str) -> EmbeddedCache:
 
 def embedded_coding_models(config, log=print) -> dict:
   """Builds (or reuses) tokenizer/policy/reward dirs for config.embedded."""
-  e = config.embedded
   cache = embedded_cache(config, "coding")
-  dirs = cache.dirs
-  if cache.complete:
-    return dirs
-  log(f"building embedded coding models in {cache.root}")
+
+  def build(dirs):
+    log(f"building embedded coding models in {cache.root}")
+    _build_coding_models(config, dirs)
+
+  return cache.built(build)
+
+
+def _build_coding_models(config, dirs: dict) -> None:
+  e = config.embedded
   tasks = generate_offline_tasks(64, config.seed)
   texts = []
   for t in tasks:
@@ -122,5 +144,3 @@ def embedded_coding_models(config, log=print) -> dict:
       dirs[f"{role}_dir"],
       tokenizer=tok,
     )
-  cache.mark_complete()
-  return dirs

@@ -187,12 +187,17 @@ def format_warm_start(model, examples, steps: int, rng, batch: int = 8):
 
 def embedded_gui_models(config, log=print) -> dict:
   """Builds (or reuses) tokenizer/policy/reward dirs for config.embedded."""
-  e = config.embedded
   cache = embedded_cache(config, "gui")
-  dirs = cache.dirs
-  if cache.complete:
-    return dirs
-  log(f"building embedded GUI models in {cache.root}")
+
+  def build(dirs):
+    log(f"building embedded GUI models in {cache.root}")
+    _build_gui_models(config, dirs, log)
+
+  return cache.built(build)
+
+
+def _build_gui_models(config, dirs: dict, log) -> None:
+  e = config.embedded
   tok = train_bpe_tokenizer(_corpus(), e.vocab_size, dirs["tokenizer_dir"])
   tok.add_special_tokens(
     {"additional_special_tokens": [IM_START, *gui_prompts.VISION_TOKENS]}
@@ -214,5 +219,3 @@ def embedded_gui_models(config, log=print) -> dict:
     save_qwen3_vl(
       model, dirs[f"{role}_dir"], preprocessor=PREPROCESSOR, tokenizer=tok
     )
-  cache.mark_complete()
-  return dirs
