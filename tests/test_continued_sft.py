@@ -12,9 +12,10 @@ from flax import nnx
 
 from rla_jax.metrics import rl_step_seconds
 from rla_jax.models import Qwen
+from rla_jax.models.logprobs import sequence_logprobs
 from rla_jax.rl.continued_sft import ContinuedSFTConfig, continued_sft_step
 from rla_jax.rl.samples import Sample
-from rla_jax.rl.trainer import Learner, OptimConfig, sequence_logprobs
+from rla_jax.rl.trainer import Learner, OptimConfig
 
 CFG = tiny_qwen3_config(61)
 

@@ -1,4 +1,5 @@
-"""Per-token log-probabilities computed in vocabulary-safe chunks.
+"""Per-token log-probabilities computed in vocabulary-safe chunks, and a
+model's log-probs of a packed batch (`sequence_logprobs`, `batch_logprobs`).
 
 For Qwen's 152k vocabulary a [B, T, V] float32 logits tensor is far larger
 than the model's activations, so `token_logprobs` projects hidden states to
@@ -9,8 +10,13 @@ O(B * T * V).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import jax
 import jax.numpy as jnp
+
+if TYPE_CHECKING:
+  from rla_jax.models.qwen import Qwen
 
 
 def token_logprobs(
@@ -53,14 +59,28 @@ def token_logprobs(
 
 
 def sequence_logprobs(
-  model, tokens: jax.Array, mask: jax.Array, chunk_size: int = 128
+  model: Qwen,
+  tokens: jax.Array,
+  mask: jax.Array,
+  chunk_size: int = 128,
+  positions: jax.Array | None = None,
+  visual=None,
 ) -> jax.Array:
-  """Log-prob of each token given its prefix, under `model`.
+  """Per-token log-probs of a padded batch under `model`.
 
-  tokens, mask: [B, T] (mask 1 = real token). Returns [B, T] where entry t
-  is log p(tokens[:, t] | tokens[:, :t]); entry 0 and padded entries are 0.
+    lp[b, 0] = 0 (no prediction),
+    lp[b, t] = log p(tokens[b, t] | tokens[b, <t]) for t >= 1 where
+               mask[b, t] = 1, and 0 at padded positions,
+
+  tokens, mask: [B, T] (mask 1 = real token); returns [B, T] float32,
+  aligned with tokens. The vocabulary projection runs in sequence chunks of
+  `chunk_size` (`token_logprobs`), so no [B, T, V] tensor is built.
+  positions ([B, T, 3] M-RoPE) and visual (`VisualTokens`): a Qwen3-VL
+  batch's image inputs.
   """
-  hidden, _ = model.hidden_states(tokens, mask)
+  hidden, _ = model.hidden_states(
+    tokens, mask, positions=positions, visual=visual
+  )
   lp = token_logprobs(
     hidden[:, :-1],
     model.lm_head_matrix(),
@@ -70,3 +90,14 @@ def sequence_logprobs(
   )
   lp = jnp.pad(lp, ((0, 0), (1, 0)))
   return jnp.where(mask.astype(bool), lp, 0.0)
+
+
+def batch_logprobs(model: Qwen, batch: dict, chunk: int) -> jax.Array:
+  """`sequence_logprobs` of a packed batch, with its image inputs when it
+  has them (`pack_image_inputs`)."""
+  if "images" not in batch:
+    return sequence_logprobs(model, batch["tokens"], batch["mask"], chunk)
+  visual = model.visual_tokens(batch["images"], batch["feature_rows"])
+  return sequence_logprobs(
+    model, batch["tokens"], batch["mask"], chunk, batch["positions"], visual
+  )

@@ -14,6 +14,10 @@ so no [B, T, V] tensor is built.
 The same learner trains the policy and the reward model (the paper trains
 both with the same loss).
 
+The step's jitted pieces (the micro-batch gradient, the apply) are pure
+functions in `rla_jax.rl.train_step`; the batch log-probs are
+`rla_jax.models.logprobs.batch_logprobs`.
+
 Multi-process: every process calls `update` with the same global samples
 (checked); each process uploads only the rows its devices hold, and the
 parameters and optimizer state stay sharded over all processes' devices.
@@ -30,16 +34,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from flax import nnx, struct
+from flax import nnx
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from rla_jax import distributed
 from rla_jax import sharding as shd
 from rla_jax.config_fields import from_section
-from rla_jax.models.logprobs import token_logprobs
 from rla_jax.models.qwen import Qwen
-from rla_jax.rl.losses import METRIC_NAMES, ppo_clip_kl_loss
+from rla_jax.rl import train_step
+from rla_jax.rl.losses import METRIC_NAMES
 from rla_jax.rl.samples import Sample, pack_image_inputs, pack_samples
 from rla_jax.sampling.buckets import geometric_buckets, pick_bucket
 
@@ -128,150 +132,6 @@ def learning_rate_schedule(learning_rate: float, warmup_updates: int):
   return schedule
 
 
-def batch_logprobs(model: Qwen, batch: dict, chunk: int) -> jax.Array:
-  """`sequence_logprobs` of a packed batch, with its image inputs when it
-  has them (`pack_image_inputs`)."""
-  if "images" not in batch:
-    return sequence_logprobs(model, batch["tokens"], batch["mask"], chunk)
-  visual = model.visual_tokens(batch["images"], batch["feature_rows"])
-  return sequence_logprobs(
-    model, batch["tokens"], batch["mask"], chunk, batch["positions"], visual
-  )
-
-
-def sequence_logprobs(
-  model: Qwen,
-  tokens: jax.Array,
-  mask: jax.Array,
-  chunk: int,
-  positions: jax.Array | None = None,
-  visual=None,
-) -> jax.Array:
-  """Per-token log-probs of a right-padded batch under `model`.
-
-    lp[b, 0] = 0 (no prediction),
-    lp[b, t] = log p(tokens[b, t] | tokens[b, <t]) for t >= 1,
-
-  tokens, mask: [B, T]; returns [B, T] (model.dtype precision), aligned with
-  tokens. The vocabulary projection runs in sequence chunks of `chunk`
-  (`token_logprobs`), so no [B, T, V] tensor is built. positions ([B, T, 3]
-  M-RoPE) and visual (`VisualTokens`): a Qwen3-VL batch's image inputs.
-  """
-  hidden, _ = model.hidden_states(
-    tokens, mask, positions=positions, visual=visual
-  )
-  lp = token_logprobs(
-    hidden[:, :-1],
-    model.lm_head_matrix(),
-    tokens[:, 1:],
-    chunk_size=chunk,
-    dtype=model.dtype,
-  )
-  return jnp.pad(lp, ((0, 0), (1, 0)))
-
-
-@struct.dataclass
-class GradAccumulator:
-  """Running sums over the micro-batches of one optimizer step (a pytree).
-
-  grads: sum over micro-batches of d(loss_sum)/d(params), the parameters'
-  tree; loss_sum, denom: scalar float32 sums of `ppo_clip_kl_loss`'s
-  loss_sum and denom; metric_sums: {METRIC_NAMES: scalar float32 sum}.
-  Dividing by denom once gives the one-big-batch values.
-  """
-
-  grads: nnx.State
-  loss_sum: jax.Array
-  denom: jax.Array
-  metric_sums: dict[str, jax.Array]
-
-  @classmethod
-  def zeros(cls, state: nnx.State) -> GradAccumulator:
-    """All sums 0; grads shaped like `state`."""
-    zero = jnp.zeros((), jnp.float32)
-    return cls(
-      grads=jax.tree.map(jnp.zeros_like, state),
-      loss_sum=zero,
-      denom=zero,
-      metric_sums={k: zero for k in METRIC_NAMES},
-    )
-
-  def add(self, grads, loss_sum, denom, metrics) -> GradAccumulator:
-    """These sums plus one micro-batch's gradient, loss_sum, denom and
-    metric sums."""
-    return GradAccumulator(
-      grads=jax.tree.map(jnp.add, self.grads, grads),
-      loss_sum=self.loss_sum + loss_sum,
-      denom=self.denom + denom,
-      metric_sums=jax.tree.map(jnp.add, self.metric_sums, metrics),
-    )
-
-
-def _loss_terms(graphdef, cfg: OptimConfig, state, ref_state, batch):
-  """(loss_sum, (denom, metrics)) of one micro-batch ([b, T] arrays); the
-  reference policy's log-probs come from ref_state (None: no such term)."""
-  model = nnx.merge(graphdef, state)
-  lp = batch_logprobs(model, batch, cfg.logprob_chunk)
-  ref_lp = None
-  if ref_state is not None:
-    ref_model = nnx.merge(graphdef, ref_state)
-    ref_lp = batch_logprobs(ref_model, batch, cfg.logprob_chunk)
-  loss_sum, denom, metrics = ppo_clip_kl_loss(
-    lp,
-    batch["old_logprobs"],
-    batch["advantages"],
-    batch["response_mask"],
-    clip_eps=cfg.clip_eps,
-    kl_beta=cfg.kl_beta,
-    ratio_clamp=cfg.ratio_clamp,
-    logp_ref=ref_lp,
-    ref_kl_beta=cfg.ref_kl_beta,
-  )
-  return loss_sum, (denom, metrics)
-
-
-def _accumulate(
-  graphdef, cfg: OptimConfig, state, ref_state, acc: GradAccumulator, batch
-):
-  """Adds one micro-batch's gradient of the loss SUM (and its denominator
-  and metric sums) to `acc`; batch holds [b, T] arrays. Returns (the new
-  accumulator, the micro-batch's mean PPO ratio).
-
-  Micro-batches run one jitted call each (compiled once per T bucket, not
-  once per micro-batch count, which a scan over micro-batches would need);
-  the accumulator is donated, so the running sums are updated in place.
-  """
-  grad_fn = jax.value_and_grad(
-    functools.partial(_loss_terms, graphdef, cfg), has_aux=True
-  )
-  (loss_sum, (denom, metrics)), grads = grad_fn(state, ref_state, batch)
-  acc = acc.add(grads, loss_sum, denom, metrics)
-  return acc, metrics["ratio"] / jnp.maximum(denom, 1.0)
-
-
-def _apply(tx, state, opt_state, acc: GradAccumulator):
-  """Divides the summed gradient by the summed denominator once (so the
-  step equals the one-big-batch gradient step) and applies AdamW."""
-  scale = 1.0 / jnp.maximum(acc.denom, 1.0)
-  grads = jax.tree.map(lambda g: g * scale, acc.grads)
-  grad_norm = optax.tree.norm(grads)
-  updates, opt_state = tx.update(grads, opt_state, state)
-  state = optax.apply_updates(state, updates)
-  out = {
-    "loss": acc.loss_sum * scale,
-    "num_samples": acc.denom,
-    "grad_norm": grad_norm,
-  }
-  out.update({k: v * scale for k, v in acc.metric_sums.items()})
-  return state, opt_state, out
-
-
-@functools.partial(jax.jit, static_argnums=(0, 3))
-def _state_logprobs(graphdef, state, batch, chunk):
-  """`batch_logprobs` of the model (graphdef, state); [B, T]."""
-  return batch_logprobs(nnx.merge(graphdef, state), batch, chunk)
-
-
 class Learner:
   """Parameters + optimizer of one model, and its jitted update."""
 
@@ -321,13 +181,13 @@ class Learner:
     opt_sh = jax.tree.map(lambda x: x.sharding, self.opt_state)
     self._batch_axis = dict(rules).get("batch")
     self._accumulate = jax.jit(
-      functools.partial(_accumulate, self.graphdef, cfg),
+      functools.partial(train_step.accumulate, self.graphdef, cfg),
       donate_argnums=(2,),
     )
     # (the accumulator is not donated: no output has its shapes left to
     # reuse it)
     self._apply = jax.jit(
-      functools.partial(_apply, self.tx),
+      functools.partial(train_step.apply_gradients, self.tx),
       donate_argnums=(0, 1),
       out_shardings=(state_sh, opt_sh, None),
     )
@@ -335,8 +195,8 @@ class Learner:
     # a bucket's first and later micro-batches share one program.
     rep = NamedSharding(self.mesh, P())
     self._zero_accumulator = jax.jit(
-      GradAccumulator.zeros,
-      out_shardings=GradAccumulator(
+      train_step.GradAccumulator.zeros,
+      out_shardings=train_step.GradAccumulator(
         grads=state_sh,
         loss_sum=rep,
         denom=rep,
@@ -478,7 +338,7 @@ class Learner:
     packed = pack_samples(samples, T, len(samples), self.pad_id)
     packed.update(pack_image_inputs(samples, T, len(samples), self.vl_cfg))
     batch = {k: v for k, v in packed.items() if k in _LOGPROB_KEYS}
-    lp = _state_logprobs(
+    lp = train_step.state_logprobs(
       self.graphdef, self.state, batch, self.cfg.logprob_chunk
     )
     lp = distributed.to_host(lp)

@@ -30,9 +30,9 @@ import numpy as np
 import optax
 from flax import nnx
 
+from rla_jax.models.logprobs import sequence_logprobs
 from rla_jax.models.qwen import Qwen
 from rla_jax.rl.samples import pack_rows
-from rla_jax.rl.trainer import sequence_logprobs
 
 
 @dataclasses.dataclass(frozen=True)
