@@ -36,7 +36,6 @@ every process, so each host gets the full `SampleOutput`.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Sequence
 
@@ -58,44 +57,10 @@ from rla_jax.models.kv_cache import (
 from rla_jax.models.qwen import Qwen
 from rla_jax.sampling import image_prefill, length_groups, programs
 from rla_jax.sampling import prefill as pieces
-from rla_jax.sampling.buckets import geometric_buckets, left_pad, pick_bucket
+from rla_jax.sampling import rows as rows_io
+from rla_jax.sampling.buckets import geometric_buckets, pick_bucket
+from rla_jax.sampling.rows import ChunkInputs, SampleOutput
 from rla_jax.sampling.session import Session
-
-
-@dataclasses.dataclass
-class SampleOutput:
-  """Result of one sampler call, trimmed per row on the host.
-
-  tokens[i]: generated ids of row i (stop token included if one was hit);
-  logprobs[i]: float32 [len] log-prob of each generated token under the
-  model's plain softmax; stopped[i]: True if row i ended on a stop token.
-  """
-
-  tokens: list[list[int]]
-  logprobs: list[np.ndarray]
-  stopped: list[bool]
-
-  @property
-  def lengths(self) -> list[int]:
-    return [len(t) for t in self.tokens]
-
-
-@dataclasses.dataclass(frozen=True)
-class ChunkInputs:
-  """One sampler call's host inputs (`Sampler._chunk_inputs`).
-
-  ids, mask: [B, T] left-padded rows (B the cache's rows, T the prompt
-  bucket); active: [B] rows that sample; seeds, samples: [B * m] each
-  decoded row's row seed and sample index (its noise stream); used: the
-  cache slots filled before the chunk.
-  """
-
-  ids: np.ndarray
-  mask: np.ndarray
-  active: np.ndarray
-  seeds: np.ndarray
-  samples: np.ndarray
-  used: int
 
 
 class Sampler:
@@ -217,37 +182,16 @@ class Sampler:
 
   # ----------------------------------------------------------- checks
   def check_rows(self, rows: Sequence[Sequence[int]], allow_empty: bool):
-    if not rows:
-      raise ValueError("no prompts given")
-    V = self.cfg.vocab_size
-    for i, row in enumerate(rows):
-      if not row and not allow_empty:
-        raise ValueError(f"prompt {i} is empty")
-      if len(row) > self.max_prompt_len:
-        where = f" (set by {self.limit_key})" if self.limit_key else ""
-        raise ValueError(
-          f"prompt {i} has {len(row)} tokens, more than "
-          f"max_prompt_len={self.max_prompt_len}{where}"
-        )
-      if row:
-        arr = np.asarray(row)
-        if arr.min() < 0 or arr.max() >= V:
-          bad = int(arr[(arr < 0) | (arr >= V)][0])
-          raise ValueError(
-            f"prompt {i} has token id {bad} outside the vocabulary [0, {V})"
-          )
+    """`rows.check_prompt_rows` against this sampler's limits."""
+    rows_io.check_prompt_rows(
+      rows,
+      allow_empty=allow_empty,
+      max_prompt_len=self.max_prompt_len,
+      vocab_size=self.cfg.vocab_size,
+      limit_key=self.limit_key,
+    )
 
-  @staticmethod
-  def check_row_seeds(row_seeds, n: int) -> None:
-    if row_seeds is None:
-      return
-    if len(row_seeds) != n:
-      raise ValueError(f"{len(row_seeds)} row_seeds for {n} rows")
-    for i, s in enumerate(row_seeds):
-      if not isinstance(s, (int, np.integer)) or not 0 <= s < 2**32:
-        raise ValueError(
-          f"row_seeds[{i}]={s!r} is not an integer in [0, 2**32)"
-        )
+  check_row_seeds = staticmethod(rows_io.check_row_seeds)
 
   @property
   def _batch_axes(self) -> tuple[str, ...]:
@@ -386,7 +330,19 @@ class Sampler:
       raise ValueError(
         f"max_new_tokens={budget} outside [1, {self.max_new_tokens}]"
       )
-    chunk = self._chunk_inputs(cache, rows, active_rows, num_samples, row_seeds)
+    bucket = self.chunk_bucket(rows)
+    used = int(cache.end)
+    self.check_room(used, bucket, cache.num_slots)
+    chunk = rows_io.chunk_inputs(
+      rows,
+      active_rows,
+      num_samples,
+      row_seeds,
+      bucket=bucket,
+      cache_rows=cache.batch_size,
+      used=used,
+      pad_id=self.pad_id,
+    )
     if self._spans_processes:
       distributed.assert_same_on_all_processes(
         "Sampler call (rows and sampling arguments)",
@@ -428,31 +384,8 @@ class Sampler:
     )
     tok, lp, stopped = distributed.to_host((tok, lp, stopped))
     n = len(rows) * m
-    return cache, self._trimmed(tok[:n], lp[:n], stopped[:n], active, budget)
-
-  def _chunk_inputs(
-    self, cache: KVCache, rows, active_rows, num_samples: int, row_seeds
-  ) -> ChunkInputs:
-    """A chunk's host arrays: rows left-padded to their prompt bucket and
-    the cache's B rows (refused when the cache cannot hold them), and the
-    noise stream of each of the B * m decoded rows."""
-    n, B, m = len(rows), cache.batch_size, int(num_samples)
-    T = self.chunk_bucket(rows)
-    used = int(cache.end)
-    self.check_room(used, T, cache.num_slots)
-    ids, mask = left_pad(rows, T, B, self.pad_id)
-    active = np.zeros((B,), bool)
-    active[:n] = active_rows
-    seeds = np.zeros((B,), np.uint32)  # padding rows: any stream
-    if row_seeds is not None:
-      seeds[:n] = np.asarray(row_seeds, np.uint64).astype(np.uint32)
-    return ChunkInputs(
-      ids=ids,
-      mask=mask,
-      active=active,
-      seeds=np.repeat(seeds, m),
-      samples=np.tile(np.arange(m, dtype=np.uint32), B),
-      used=used,
+    return cache, rows_io.trim_rows(
+      tok[:n], lp[:n], stopped[:n], active, budget, self._stop_set
     )
 
   def _prefill_chunk(self, cache: KVCache, chunk: ChunkInputs, image_layout):
@@ -479,26 +412,6 @@ class Sampler:
       ),
       attention=self.attention,
     )
-
-  def _trimmed(self, tok, lp, stopped, active, budget: int) -> SampleOutput:
-    """The decoded rows ([n, max_new] host arrays) cut after their first
-    stop token or at the budget; inactive rows are empty."""
-    out_tokens, out_lp, out_stop = [], [], []
-    for i in range(len(tok)):
-      if not active[i]:
-        out_tokens.append([]), out_lp.append(np.zeros(0, np.float32))
-        out_stop.append(False)
-        continue
-      row = tok[i].tolist()
-      length = budget
-      for j, t in enumerate(row[:budget]):
-        if t in self._stop_set:
-          length = j + 1
-          break
-      out_tokens.append(row[:length])
-      out_lp.append(np.asarray(lp[i, :length], np.float32))
-      out_stop.append(bool(stopped[i]))
-    return SampleOutput(out_tokens, out_lp, out_stop)
 
   def chunk_bucket(self, rows) -> int:
     """The padded length of a chunk of rows (its prompt bucket)."""

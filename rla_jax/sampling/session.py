@@ -16,7 +16,8 @@ import numpy as np
 from rla_jax.models.kv_cache import KVCache
 
 if TYPE_CHECKING:
-  from rla_jax.sampling.sampler import SampleOutput, Sampler
+  from rla_jax.sampling.rows import SampleOutput
+  from rla_jax.sampling.sampler import Sampler
 
 
 class Session:
