@@ -185,7 +185,7 @@ def test_judge_accuracy_on_own_steps_reads_only_the_judged_steps():
   import types
 
   from rla_jax.envs.alfworld import expert_plan, generate_split
-  from rla_jax.rl.alfworld_loop import judge_accuracy_on_own_steps
+  from rla_jax.rl.alfworld_metrics import judge_accuracy_on_own_steps
 
   games = generate_split("train", 2, seed=3, room_size="small")
   plan = expert_plan(games[0])

@@ -27,18 +27,22 @@ import functools
 
 import numpy as np
 
-from rla_jax.envs.alfworld import generate_split
-from rla_jax.envs.alfworld.generator import check_task_types
 from rla_jax.errors import ConfigError
 from rla_jax.rl import continued_sft, evaluation
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.alfworld_evaluation import AlfWorldEvaluation
+from rla_jax.rl.alfworld_metrics import step_metrics
 from rla_jax.rl.alfworld_rollout import (
   Episode,
   Judgements,
   SamplingParams,
   judge_episodes,
   rollout_episodes,
+)
+from rla_jax.rl.alfworld_tasks import (
+  evaluation_games,
+  parse_task_types,
+  training_games,
 )
 from rla_jax.rl.env_model import LLMEnvModel, RuleBasedEnvModel, build_feedback
 from rla_jax.rl.judge_votes import draw_step_columns, judged_steps
@@ -48,7 +52,6 @@ from rla_jax.rl.phases import (
   StepRollouts,
   StepSamples,
   adapt_tasks,
-  adaptation_metrics,
   draw_task_groups,
   group_rows,
   resolve_candidates,
@@ -73,22 +76,6 @@ class StepJudgements:
   judgements: Judgements | None
   scores: np.ndarray
   mask: np.ndarray
-
-
-def parse_task_types(value: str) -> tuple[str, ...] | None:
-  """config env.task_types: "all" (None: the ALFWorld mix of all six types)
-  or comma-separated task-type names; ValueError naming the key otherwise."""
-  if not isinstance(value, str):
-    raise ConfigError(
-      f"config env.task_types={value!r} must be a string: "
-      f"'all' or comma-separated task types"
-    )
-  if value.strip() == "all":
-    return None
-  try:
-    return check_task_types(t.strip() for t in value.split(","))
-  except ValueError as e:
-    raise ConfigError(f"config env.task_types={value!r}: {e}") from None
 
 
 class AlfworldLoop(AlfWorldEvaluation, LoopBase):
@@ -172,16 +159,7 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
 
   def build_tasks(self):
     c = self.config
-    task_types = parse_task_types(c.env.task_types)
-    levels = list(c.env.levels) or None
-    train = generate_split(
-      "train",
-      c.env.num_slots,
-      c.seed,
-      room_size=c.env.room_size,
-      task_types=task_types,
-      levels=levels,
-    )
+    train = training_games(c)
     self.registry = {g.game_id: g for g in train}
     self.pool = TaskPool(
       [g.game_id for g in train], low=c.adaptation.low, high=c.adaptation.high
@@ -192,24 +170,7 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
     # The start evaluation's per-run outcomes (evaluation.StartOutcomes),
     # which later evaluations' success changes are paired against.
     self.eval_start = None
-    self.eval_games = {
-      "in_distribution": generate_split(
-        "valid_seen",
-        c.eval.num_games,
-        c.eval.seed,
-        room_size=c.env.room_size,
-        task_types=task_types,
-        levels=levels,
-      ),
-      "out_of_distribution": generate_split(
-        "valid_unseen",
-        c.eval.num_games,
-        c.eval.seed,
-        room_size=c.env.room_size,
-        task_types=task_types,
-        levels=levels,
-      ),
-    }
+    self.eval_games = evaluation_games(c)
     if c.adaptation.env_model == "llm":
       self.env_model = LLMEnvModel(
         self.reward_sampler,
@@ -311,8 +272,15 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
     with timed(t, "adaptation"):
       proposed = self._adapt(episodes, judged, rolled, resolution, step)
     metrics.update(
-      self._step_metrics(
-        episodes, judged, rolled, resolution, samples, proposed
+      step_metrics(
+        episodes,
+        judged,
+        rolled,
+        resolution,
+        samples,
+        proposed,
+        self.pool,
+        c.reward.step_signal,
       )
     )
     metrics.update(timing_metrics(t))
@@ -466,63 +434,3 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
     rng = np.random.default_rng([c.seed, step, 3, i])
     game = self.registry[rolled.groups[i].task_id]
     return self.env_model.propose(game, direction, feedback, rng)
-
-  def _step_metrics(
-    self, episodes, judged, rolled, resolution, samples, proposed: int
-  ) -> dict:
-    """Phase 8: rollout, sample, judge and task-pool metrics of the step."""
-    active_rows = [r for i in rolled.active_indices() for r in rolled.rows[i]]
-    scores, mask = judged.scores, judged.mask
-    is_judged = judged.judgements is not None
-    metrics = {
-      "train/rollout_accuracy": float(
-        np.mean([episodes[r].won for r in active_rows])
-      ),
-      "train/mean_episode_steps": float(
-        np.mean([episodes[r].num_steps for r in active_rows])
-      ),
-      "train/policy_parsed_rate": evaluation.policy_parsed_rate(episodes),
-      **samples.metrics(),
-      "env/candidates_evaluated": len(resolution.evaluated),
-      "env/accepted_this_step": resolution.num_accepted,
-      **adaptation_metrics(self.pool, proposed),
-    }
-    if is_judged and mask.any():
-      metrics["train/judge_positive_rate"] = float((scores[mask] > 0).mean())
-      metrics["train/judge_unparseable_rate"] = float(
-        (scores[mask] == 0).mean()
-      )
-      # a diagnostic against the expert's labels (not trained on)
-      metrics.update(judge_accuracy_on_own_steps(episodes, scores, mask))
-    elif self.config.reward.step_signal != "judge" and mask.any():
-      # the expert's labels stand for the votes: their +1 share
-      metrics["train/expert_label_positive_rate"] = float(
-        (scores[mask] > 0).mean()
-      )
-      metrics["train/expert_labelled_steps"] = int(mask.sum())
-    if self.pool.accepted_accuracies:
-      metrics["env/accepted_task_accuracy"] = float(
-        np.mean(self.pool.accepted_accuracies)
-      )
-    return metrics
-
-  # --------------------------------------------------------- evaluation
-
-
-def judge_accuracy_on_own_steps(episodes, scores, mask) -> dict[str, float]:
-  """The judge's balanced accuracy (majority of its m votes against the
-  expert's progress labels) on the steps an RL step judged: the policy's
-  own, current steps, not the fixed reference episodes of the evaluation.
-  scores [N, K, m], mask [N, K]. A diagnostic only: nothing trains on the
-  labels. Keys train/judge_balanced_accuracy and train/judge_label_positive
-  _rate (the true progress share of those steps); none without both
-  classes."""
-  b = evaluation.rm_process_breakdown(
-    scores, mask, evaluation.judged_step_labels(episodes, mask)
-  )
-  if not np.isfinite(b["balanced_accuracy"]):
-    return {}
-  return {
-    "train/judge_balanced_accuracy": b["balanced_accuracy"],
-    "train/judge_label_positive_rate": b["label_positive_rate"],
-  }

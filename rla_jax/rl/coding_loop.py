@@ -27,7 +27,6 @@ phases in the order the code runs them (`rla_jax.rl.phases`):
 
 from __future__ import annotations
 
-import dataclasses
 import random
 
 import numpy as np
@@ -57,6 +56,12 @@ from rla_jax.rl import agent_text, evaluation
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.advantages import accuracy_in_band
 from rla_jax.rl.coding_evaluation import CodingEvaluation
+from rla_jax.rl.coding_rollout import (
+  Execution,
+  Response,
+  TaskRollout,
+  sample_texts,
+)
 from rla_jax.rl.loop_common import (
   LoopBase,
   primary_builds_first,
@@ -73,67 +78,12 @@ from rla_jax.rl.phases import (
   timed,
   timing_metrics,
 )
-from rla_jax.rl.samples import Sample
 from rla_jax.rl.seeds import derive_seed
 from rla_jax.warmstart import coding_settings
 from rla_jax.warmstart.directory import load_warm_start_dir
 from rla_jax.warmstart.settings import build_command
 
 FAMILIES = ("select", "classic")
-
-
-def _sample_texts(loop, sampler, prompt_ids, seed, section, num_samples=1):
-  """num_samples decoded texts per prompt (row i * num_samples + j)."""
-  out = sampler.generate(
-    prompt_ids,
-    seed=seed,
-    temperature=section.temperature,
-    top_p=section.top_p,
-    greedy=section.greedy,
-    num_samples=num_samples,
-  )
-  texts = [
-    loop.tokenizer.decode(t, skip_special_tokens=True) for t in out.tokens
-  ]
-  return out, texts
-
-
-@dataclasses.dataclass(frozen=True)
-class Response:
-  """One sampled response: the prompt ids, the response token ids and
-  their behaviour log-probs [len(tokens)]."""
-
-  prompt_ids: list[int]
-  tokens: list[int]
-  logprobs: np.ndarray
-
-  def sample(self, advantage: float) -> Sample:
-    return Sample(self.prompt_ids, self.tokens, self.logprobs, advantage)
-
-
-@dataclasses.dataclass(frozen=True)
-class Execution:
-  """One task's sandbox results: gt_pass bool [P, T] (program p passes
-  ground-truth test t), gen_pass bool [P, U] (passes generated test u;
-  False for invalid tests) and valid_tests bool [U] (test u parsed)."""
-
-  gt_pass: np.ndarray
-  gen_pass: np.ndarray
-  valid_tests: np.ndarray
-
-
-@dataclasses.dataclass(frozen=True)
-class TaskRollout:
-  """One task's rollout: programs [P] (None: no code found), generated
-  tests [U] ((stdin, expected stdout), None: unparseable), the responses
-  they were parsed from ([P], and [U] or [] without tests) and their
-  execution."""
-
-  programs: list[str | None]
-  tests: list[tuple[str, str] | None]
-  program_responses: list[Response]
-  test_responses: list[Response]
-  execution: Execution
 
 
 class CodingLoop(CodingEvaluation, LoopBase):
@@ -256,8 +206,13 @@ class CodingLoop(CodingEvaluation, LoopBase):
       agent_text.chat_ids(self.tokenizer, render_policy_prompt(t.question))
       for t in tasks
     ]
-    out, texts = _sample_texts(
-      self, self.policy_sampler, p_ids, derive_seed(seed, 1), policy_section, P
+    out, texts = sample_texts(
+      self.tokenizer,
+      self.policy_sampler,
+      p_ids,
+      derive_seed(seed, 1),
+      policy_section,
+      P,
     )
     progs = [
       [extract_code(texts[i * P + j]) for j in range(P)]
@@ -279,8 +234,8 @@ class CodingLoop(CodingEvaluation, LoopBase):
         )
         for t in tasks
       ]
-      out, texts = _sample_texts(
-        self,
+      out, texts = sample_texts(
+        self.tokenizer,
         self.reward_sampler,
         u_ids,
         derive_seed(seed, 2),
@@ -466,8 +421,8 @@ class CodingLoop(CodingEvaluation, LoopBase):
     if ids is None:
       return None
     for attempt in range(c.adaptation.attempts):
-      _, texts = _sample_texts(
-        self,
+      _, texts = sample_texts(
+        self.tokenizer,
         self.reward_sampler,
         [ids],
         derive_seed(c.seed, step, 4, i, attempt),
