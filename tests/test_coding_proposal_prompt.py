@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from rla_jax.envs.coding.tasks import Task
-from rla_jax.rl.coding_loop import CodingLoop
+from rla_jax.rl.coding_env_model import CodingLLMEnvModel
 
 
 class CharTokenizer:
@@ -26,21 +26,22 @@ class CharTokenizer:
     return [ord(ch) % 256 for ch in text]
 
 
-def _fake_loop(limit):
+def _env_model(limit):
+  """(an env model whose prompts may hold `limit` tokens, a task, its
+  log lines)"""
   logs = []
   task = Task(
     task_id="t0", question="Print the sum of two ints.", tests=(("1 2", "3"),)
   )
-  loop = types.SimpleNamespace(
-    registry={"t0": task},
-    config=types.SimpleNamespace(
-      rollout=types.SimpleNamespace(max_prompt_len=limit)
-    ),
-    tokenizer=CharTokenizer(),
+  model = CodingLLMEnvModel(
+    None,  # no sampler: prompt_ids samples nothing
+    CharTokenizer(),
+    None,
+    attempts=1,
+    max_prompt_len=limit,
     log=logs.append,
-    proposal_prompt_counts={"without_tests": 0, "too_long": 0},
   )
-  return loop, task, logs
+  return model, task, logs
 
 
 def _play(test_len=None):
@@ -54,39 +55,38 @@ def _play(test_len=None):
   )
 
 
-def _ids(loop, task, play):
-  rolled = types.SimpleNamespace(accuracies=[0.9])
-  return CodingLoop._proposal_prompt_ids(loop, play, task, "harder", rolled, 0)
+def _ids(model, task, play):
+  return model.prompt_ids(play, task, task, "harder", 0.9)
 
 
 @pytest.fixture
 def full_len():
-  loop, task, _ = _fake_loop(10**6)
-  return len(_ids(loop, task, _play(60))), len(_ids(loop, task, _play()))
+  model, task, _ = _env_model(10**6)
+  return len(_ids(model, task, _play(60))), len(_ids(model, task, _play()))
 
 
 def test_prompt_with_generated_tests_when_it_fits(full_len):
   with_tests, _ = full_len
-  loop, task, logs = _fake_loop(with_tests)
-  ids = _ids(loop, task, _play(60))
+  model, task, logs = _env_model(with_tests)
+  ids = _ids(model, task, _play(60))
   assert len(ids) == with_tests and "x" * 20 in "".join(map(chr, ids))
-  assert loop.proposal_prompt_counts == {"without_tests": 0, "too_long": 0}
+  assert model.counts == {"without_tests": 0, "too_long": 0}
   assert logs == []
 
 
 def test_generated_tests_dropped_when_too_long(full_len):
   with_tests, without = full_len
   assert without < with_tests
-  loop, task, _ = _fake_loop(with_tests - 1)
-  ids = _ids(loop, task, _play(60))
+  model, task, _ = _env_model(with_tests - 1)
+  ids = _ids(model, task, _play(60))
   assert ids is not None and len(ids) == without
   assert "x" * 20 not in "".join(map(chr, ids))
-  assert loop.proposal_prompt_counts == {"without_tests": 1, "too_long": 0}
+  assert model.counts == {"without_tests": 1, "too_long": 0}
 
 
 def test_no_proposal_and_a_log_line_when_nothing_fits(full_len):
   _, without = full_len
-  loop, task, logs = _fake_loop(without - 1)
-  assert _ids(loop, task, _play(60)) is None
-  assert loop.proposal_prompt_counts == {"without_tests": 0, "too_long": 1}
+  model, task, logs = _env_model(without - 1)
+  assert _ids(model, task, _play(60)) is None
+  assert model.counts == {"without_tests": 0, "too_long": 1}
   assert len(logs) == 1 and "config.rollout.max_prompt_len" in logs[0]

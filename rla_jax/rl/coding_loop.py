@@ -42,10 +42,8 @@ from rla_jax.envs.coding import (
   offline_family,
   offline_train_eval_split,
   parse_generated_test,
-  parse_task_proposal,
   propose_variant,
   render_policy_prompt,
-  render_task_proposal_prompt,
   render_unit_test_prompt,
   select_family,
   unit_test_rewards,
@@ -55,6 +53,7 @@ from rla_jax.metrics import keys
 from rla_jax.rl import agent_text, evaluation
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.advantages import accuracy_in_band
+from rla_jax.rl.coding_env_model import CodingLLMEnvModel
 from rla_jax.rl.coding_evaluation import CodingEvaluation
 from rla_jax.rl.coding_rollout import (
   Execution,
@@ -180,6 +179,18 @@ class CodingLoop(CodingEvaluation, LoopBase):
     # which later evaluations' changes are paired against.
     self.eval_start = None
     self.eval_rule_logged = False
+    self.llm_env_model = (
+      CodingLLMEnvModel(
+        self.reward_sampler,
+        self.tokenizer,
+        c.reward.test_sampling,
+        attempts=c.adaptation.attempts,
+        max_prompt_len=c.rollout.max_prompt_len,
+        log=self.log,
+      )
+      if c.adaptation.env_model == "llm"
+      else None
+    )
 
   def task_state(self) -> dict:
     return {
@@ -307,7 +318,8 @@ class CodingLoop(CodingEvaluation, LoopBase):
     resolution = resolve_candidates(self.pool, self.registry, rolled, step)
     samples = self._build_samples(played, rolled, resolution)
     metrics = self.train_models(samples, step, t)
-    self.proposal_prompt_counts = {"without_tests": 0, "too_long": 0}
+    if self.llm_env_model is not None:
+      self.llm_env_model.reset_counts()
     proposed = self._adapt(played, rolled, resolution, step)
     metrics.update(self._step_metrics(played, rolled, samples, proposed))
     metrics.update(timing_metrics(t))
@@ -401,74 +413,36 @@ class CodingLoop(CodingEvaluation, LoopBase):
         **adaptation_metrics(self.pool, proposed),
         **{
           f"env/proposal_prompts_{k}": v
-          for k, v in self.proposal_prompt_counts.items()
+          for k, v in self._proposal_prompt_counts().items()
         },
       }
     )
     return metrics
 
+  def _proposal_prompt_counts(self) -> dict[str, int]:
+    """The LLM env model's prompt counts this step (0 without one)."""
+    if self.llm_env_model is None:
+      return {"without_tests": 0, "too_long": 0}
+    return dict(self.llm_env_model.counts)
+
   def _propose(self, played, rolled, step: int, i: int, direction):
     """A variant of group i's task: the offline family's rule (stream
-    (seed, step, 3, i)) or the LLM env model, prompted with per-test pass
-    rates and the generated tests (streams (seed, step, 4, i, attempt))."""
+    (seed, step, 3, i)) or the LLM env model (`CodingLLMEnvModel`, streams
+    (seed, step, 4, i, attempt))."""
     c = self.config
     task = self.registry[rolled.groups[i].task_id]
-    if c.adaptation.env_model != "llm":
+    if self.llm_env_model is None:
       return propose_variant(
         task, direction, random.Random(derive_seed(c.seed, step, 3, i))
       )
-    ids = self._proposal_prompt_ids(played[i], task, direction, rolled, i)
-    if ids is None:
-      return None
-    for attempt in range(c.adaptation.attempts):
-      _, texts = sample_texts(
-        self.tokenizer,
-        self.reward_sampler,
-        [ids],
-        derive_seed(c.seed, step, 4, i, attempt),
-        c.reward.test_sampling,
-      )
-      variant = parse_task_proposal(texts[0], task)
-      if variant is not None:
-        return variant
-    return None
-
-  def _proposal_prompt_ids(self, play, task, direction, rolled, i):
-    """The env model's prompt ids for group i: the reference's proposal
-    prompt with every valid generated test and its pass rate. When that
-    exceeds config.rollout.max_prompt_len, the generated tests are left
-    out; when even that does not fit, None (no proposal). Both cases are
-    counted (env/proposal_prompts_without_tests, env/proposal_prompts_too_long)
-    and logged, never silent."""
-    ex, tests = play.execution, play.tests
-    root = self.registry.get(task.root_id, task)
-    generated = [  # (stdin, expected stdout, pass rate) of every valid test
-      (*test, float(ex.gen_pass[:, j].mean()))
-      for j, test in enumerate(tests)
-      if test is not None
-    ]
-    limit = self.config.rollout.max_prompt_len
-    for shown in (generated, []) if generated else ([],):
-      text = render_task_proposal_prompt(
-        root,
-        task,
-        direction,
-        rolled.accuracies[i],
-        ex.gt_pass.mean(0).tolist(),
-        shown,
-      )
-      ids = agent_text.chat_ids(self.tokenizer, text)
-      if len(ids) <= limit:
-        if generated and not shown:
-          self.proposal_prompt_counts["without_tests"] += 1
-        return ids
-    self.proposal_prompt_counts["too_long"] += 1
-    self.log(
-      f"task {task.task_id}: the proposal prompt has {len(ids)} tokens "
-      f"without generated tests, more than config.rollout.max_prompt_len="
-      f"{limit}; no variant proposed"
+    return self.llm_env_model.propose(
+      played[i],
+      task,
+      self.registry.get(task.root_id, task),
+      direction,
+      rolled.accuracies[i],
+      lambda attempt: derive_seed(c.seed, step, 4, i, attempt),
     )
-    return None
 
   def run(self):
     try:
