@@ -1,6 +1,7 @@
 """End-to-end closed loops through the launcher: artefacts, and exact resume
 after SIGKILL (the resumed run's metrics equal an uninterrupted run's)."""
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -10,6 +11,7 @@ import sys
 import time
 
 import numpy as np
+import psutil
 import pytest
 
 from rla_jax.metrics.keys import is_wall_clock_key
@@ -110,7 +112,7 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
   while not os.path.isdir(first_ckpt) and child.poll() is None:
     assert time.time() < deadline, "no checkpoint written in time"
     time.sleep(0.05)
-  child.send_signal(signal.SIGKILL)
+  _kill_run(child)
   assert child.wait(timeout=60) == -signal.SIGKILL, "run ended before kill"
   assert not os.path.isdir(os.path.join(killed, "checkpoints", "2"))
 
@@ -131,6 +133,30 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
   assert records[0] == records[1] and records[0]["total_steps"] == 3
   if case == "coding":  # the resumed end eval paired with the restored start
     _check_coding_changes(_rows(killed), killed)
+
+
+def _kill_run(child: subprocess.Popen) -> None:
+  """SIGKILL a launcher and every process it started: a killed launcher
+  cannot close the GUI runs' chromedriver and Chromium, which would
+  outlive the test (Chromium's helpers start sessions of their own, so a
+  process-group kill misses them). The launcher and then its descendants
+  are stopped before they are listed, so none is started unseen."""
+  root = psutil.Process(child.pid)
+  root.suspend()
+  family = root.children(recursive=True)
+  for p in family:
+    with contextlib.suppress(psutil.NoSuchProcess):
+      p.suspend()
+  for p in list(family):  # any started before its parent was stopped
+    with contextlib.suppress(psutil.NoSuchProcess):
+      family += p.children(recursive=True)
+  family = list({p.pid: p for p in family}.values())
+  child.send_signal(signal.SIGKILL)
+  for p in family:
+    with contextlib.suppress(psutil.NoSuchProcess):
+      p.kill()
+  _, alive = psutil.wait_procs(family, timeout=30)
+  assert not alive, f"processes of the killed run still alive: {alive}"
 
 
 def _check_logged_changes(rows, workdir):
