@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import signal
 import subprocess
 import sys
 from typing import NoReturn
@@ -63,6 +64,23 @@ def enable_compilation_cache() -> None:
     max_mb = int(os.environ.get("RLA_JAX_XLA_CACHE_MAX_MB", "2048"))
     max_bytes = -1 if max_mb < 0 else max_mb * 2**20
     jax.config.update("jax_compilation_cache_max_size", max_bytes)
+
+
+def exit_on_sigterm() -> None:
+  """SIGTERM (`kill`, a scheduler, a preempted TPU VM) raises
+  SystemExit(128 + SIGTERM) in the main thread, so the run unwinds like a
+  Ctrl-C: the loop's finally blocks close the GUI browsers and the coding
+  sandbox, and the process exits with the shell's 143. Python's default
+  action ended the process at once, leaving a GUI run's chromedriver and
+  Chromium processes (48 for gui:smoke) running. The run resumes from its
+  last checkpoint either way."""
+
+  def handler(signum, frame):
+    del frame
+    log("rla_jax: SIGTERM: stopping (a rerun resumes from the last checkpoint)")
+    raise SystemExit(128 + signum)
+
+  signal.signal(signal.SIGTERM, handler)
 
 
 def log(msg: str) -> None:

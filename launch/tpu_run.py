@@ -25,6 +25,7 @@ from ml_collections import config_flags
 
 from launch.cli import (
   enable_compilation_cache,
+  exit_on_sigterm,
   fail,
   log,
   parse_flags_or_fail,
@@ -55,6 +56,7 @@ def main(argv):
     _REPO, "runs", f"{config.name}-{config.preset}"
   )
   enable_compilation_cache()
+  exit_on_sigterm()
   from rla_jax.cluster import maybe_initialize_distributed
   from rla_jax.rl.loops import make_loop
 

@@ -135,6 +135,40 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
     _check_coding_changes(_rows(killed), killed)
 
 
+@pytest.mark.slow
+def test_sigterm_stops_a_gui_run_and_closes_its_browsers(env, tmp_path):
+  """SIGTERM (a scheduler, a preempted VM) unwinds the launcher: exit 143,
+  one log line, and none of the processes it started (chromedriver,
+  Chromium) left running."""
+  work, log_path = str(tmp_path / "run"), str(tmp_path / "stderr.log")
+  with open(log_path, "w") as log:
+    child = subprocess.Popen(
+      [sys.executable, LAUNCH, *CASES["gui"], f"--workdir={work}"]
+      + ["--config.total_steps=50"],
+      env=env,
+      cwd=ROOT,
+      stdout=subprocess.DEVNULL,
+      stderr=log,
+    )
+  deadline = time.time() + 600
+  while not os.path.isdir(os.path.join(work, "checkpoints", "0")):
+    assert child.poll() is None and time.time() < deadline, "no checkpoint"
+    time.sleep(0.05)
+  family = psutil.Process(child.pid).children(recursive=True)
+  try:
+    assert any(p.name() == "chromedriver" for p in family)
+    child.send_signal(signal.SIGTERM)
+    assert child.wait(timeout=120) == 143
+    with open(log_path) as f:
+      assert "SIGTERM: stopping" in f.read()
+    _, alive = psutil.wait_procs(family, timeout=30)
+    assert not alive, f"left running: {alive}"
+  finally:  # whatever failed, nothing outlives the test
+    for p in [child, *family]:
+      with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError):
+        p.kill()
+
+
 def _kill_run(child: subprocess.Popen) -> None:
   """SIGKILL a launcher and every process it started: a killed launcher
   cannot close the GUI runs' chromedriver and Chromium, which would
