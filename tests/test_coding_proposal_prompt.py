@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from rla_jax.envs.coding.tasks import Task
-from rla_jax.rl.coding_env_model import CodingLLMEnvModel
+from rla_jax.rl.coding_env_model import CodingLLMEnvModel, ProposalRequest
 
 
 class CharTokenizer:
@@ -56,7 +56,7 @@ def _play(test_len=None):
 
 
 def _ids(model, task, play):
-  return model.prompt_ids(play, task, task, "harder", 0.9)
+  return model.prompt_ids(ProposalRequest(play, task, task, "harder", 0.9))
 
 
 @pytest.fixture

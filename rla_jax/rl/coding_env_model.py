@@ -9,6 +9,7 @@ a harder or easier variant of the task (`render_task_proposal_prompt`,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from rla_jax.envs.coding import (
@@ -18,6 +19,19 @@ from rla_jax.envs.coding import (
 )
 from rla_jax.rl import agent_text
 from rla_jax.rl.coding_rollout import TaskRollout, sample_texts
+
+
+@dataclasses.dataclass(frozen=True)
+class ProposalRequest:
+  """What the env model is shown of one task group: its rollout (play), the
+  task, the task it descends from (root; the task itself for an original),
+  the direction ("harder" or "easier") and the group's accuracy."""
+
+  play: TaskRollout
+  task: Task
+  root: Task
+  direction: str
+  accuracy: float
 
 
 class CodingLLMEnvModel:
@@ -51,18 +65,12 @@ class CodingLLMEnvModel:
     self.counts = {"without_tests": 0, "too_long": 0}
 
   def propose(
-    self,
-    play: TaskRollout,
-    task: Task,
-    root: Task,
-    direction: str,
-    accuracy: float,
-    seed_of_attempt: Callable[[int], int],
+    self, request: ProposalRequest, seed_of_attempt: Callable[[int], int]
   ) -> Task | None:
-    """A variant of `task` ("harder" or "easier"), or None: up to
+    """A variant of request.task in request.direction, or None: up to
     `attempts` samples (seed `seed_of_attempt(attempt)`), the first that
     parses."""
-    ids = self.prompt_ids(play, task, root, direction, accuracy)
+    ids = self.prompt_ids(request)
     if ids is None:
       return None
     for attempt in range(self.attempts):
@@ -73,24 +81,17 @@ class CodingLLMEnvModel:
         seed_of_attempt(attempt),
         self.sampling,
       )
-      variant = parse_task_proposal(texts[0], task)
+      variant = parse_task_proposal(texts[0], request.task)
       if variant is not None:
         return variant
     return None
 
-  def prompt_ids(
-    self,
-    play: TaskRollout,
-    task: Task,
-    root: Task,
-    direction: str,
-    accuracy: float,
-  ) -> list[int] | None:
+  def prompt_ids(self, request: ProposalRequest) -> list[int] | None:
     """The proposal prompt's ids: the reference's prompt with every valid
     generated test and its pass rate. When that exceeds max_prompt_len,
     the generated tests are left out; when even that does not fit, None
     (no proposal). Both cases are counted and logged, never silent."""
-    ex, tests = play.execution, play.tests
+    ex, tests = request.play.execution, request.play.tests
     generated = [  # (stdin, expected stdout, pass rate) of every valid test
       (*test, float(ex.gen_pass[:, j].mean()))
       for j, test in enumerate(tests)
@@ -99,10 +100,10 @@ class CodingLLMEnvModel:
     limit = self.max_prompt_len
     for shown in (generated, []) if generated else ([],):
       text = render_task_proposal_prompt(
-        root,
-        task,
-        direction,
-        accuracy,
+        request.root,
+        request.task,
+        request.direction,
+        request.accuracy,
         ex.gt_pass.mean(0).tolist(),
         shown,
       )
@@ -113,7 +114,7 @@ class CodingLLMEnvModel:
         return ids
     self.counts["too_long"] += 1
     self.log(
-      f"task {task.task_id}: the proposal prompt has {len(ids)} tokens "
+      f"task {request.task.task_id}: the proposal prompt has {len(ids)} tokens "
       f"without generated tests, more than config.rollout.max_prompt_len="
       f"{limit}; no variant proposed"
     )

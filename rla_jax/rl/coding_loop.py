@@ -53,7 +53,7 @@ from rla_jax.metrics import keys
 from rla_jax.rl import agent_text, evaluation
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.advantages import accuracy_in_band
-from rla_jax.rl.coding_env_model import CodingLLMEnvModel
+from rla_jax.rl.coding_env_model import CodingLLMEnvModel, ProposalRequest
 from rla_jax.rl.coding_evaluation import CodingEvaluation
 from rla_jax.rl.coding_rollout import (
   Execution,
@@ -435,13 +435,15 @@ class CodingLoop(CodingEvaluation, LoopBase):
       return propose_variant(
         task, direction, random.Random(derive_seed(c.seed, step, 3, i))
       )
+    request = ProposalRequest(
+      play=played[i],
+      task=task,
+      root=self.registry.get(task.root_id, task),
+      direction=direction,
+      accuracy=rolled.accuracies[i],
+    )
     return self.llm_env_model.propose(
-      played[i],
-      task,
-      self.registry.get(task.root_id, task),
-      direction,
-      rolled.accuracies[i],
-      lambda attempt: derive_seed(c.seed, step, 4, i, attempt),
+      request, lambda attempt: derive_seed(c.seed, step, 4, i, attempt)
     )
 
   def run(self):
