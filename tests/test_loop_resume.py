@@ -35,12 +35,6 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def env():
-  """The launchers' environment: the session's caches (tests/conftest.py)."""
-  return dict(os.environ)
-
-
 def _cmd(case, workdir, warm_start):
   extra = [f"--config.warmstart.dir={warm_start.dir}"] * (case == "alfworld")
   return [sys.executable, LAUNCH, *CASES[case], *extra, f"--workdir={workdir}"]
@@ -67,12 +61,11 @@ def _rows(workdir):
 @pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
-  case, env, tmp_path, smoke_warm_start
+  case, tmp_path, smoke_warm_start
 ):
   full = str(tmp_path / "full")
   proc = subprocess.run(
     _cmd(case, full, smoke_warm_start),
-    env=env,
     capture_output=True,
     text=True,
     timeout=600,
@@ -95,14 +88,13 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
     assert reference[1]["policy/updates"] >= 1
     assert reference[1]["reward/updates"] >= 1
     _check_logged_changes(reference, full)
-    _check_judge_eval(full, env)
+    _check_judge_eval(full)
   if case == "coding":
     _check_coding_changes(reference, full)
 
   killed = str(tmp_path / "killed")
   child = subprocess.Popen(
     _cmd(case, killed, smoke_warm_start),
-    env=env,
     cwd=ROOT,
     stdout=subprocess.DEVNULL,
     stderr=subprocess.DEVNULL,
@@ -118,7 +110,6 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
 
   resumed = subprocess.run(
     _cmd(case, killed, smoke_warm_start),
-    env=env,
     capture_output=True,
     text=True,
     timeout=600,
@@ -136,7 +127,7 @@ def test_run_writes_artefacts_and_resumes_exactly_after_sigkill(
 
 
 @pytest.mark.slow
-def test_sigterm_stops_a_gui_run_and_closes_its_browsers(env, tmp_path):
+def test_sigterm_stops_a_gui_run_and_closes_its_browsers(tmp_path):
   """SIGTERM (a scheduler, a preempted VM) unwinds the launcher: exit 143,
   one log line, and none of the processes it started (chromedriver,
   Chromium) left running."""
@@ -145,7 +136,6 @@ def test_sigterm_stops_a_gui_run_and_closes_its_browsers(env, tmp_path):
     child = subprocess.Popen(
       [sys.executable, LAUNCH, *CASES["gui"], f"--workdir={work}"]
       + ["--config.total_steps=50"],
-      env=env,
       cwd=ROOT,
       stdout=subprocess.DEVNULL,
       stderr=log,
@@ -209,7 +199,7 @@ def _check_logged_changes(rows, workdir):
     assert f"- {split}_success {start[k.success]:.3f} -> " in summary
 
 
-def _check_judge_eval(workdir, env):
+def _check_judge_eval(workdir):
   """launch/judge_eval.py on the finished run: its loop-reference table
   reproduces the loop's logged start and end judge accuracy, on the same
   steps with one more episode in "all"; --episodes outside [the loop's
@@ -219,7 +209,6 @@ def _check_judge_eval(workdir, env):
   def judge_eval(episodes):
     return subprocess.run(
       [sys.executable, tool, f"--workdir={workdir}", f"--episodes={episodes}"],
-      env=env,
       capture_output=True,
       text=True,
       timeout=600,

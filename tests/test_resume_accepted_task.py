@@ -37,12 +37,6 @@ ARGS = [
 ACCEPT_STEP = 1  # the RL step that accepts; its checkpoint is the kill point
 
 
-@pytest.fixture(scope="module")
-def env():
-  """The launchers' environment: the session's caches (tests/conftest.py)."""
-  return dict(os.environ)
-
-
 def _cmd(workdir):
   return [sys.executable, RUNNER, *ARGS, f"--workdir={workdir}"]
 
@@ -69,11 +63,10 @@ def _tasks(workdir, step):
 
 
 @pytest.mark.slow
-def test_resume_after_sigkill_keeps_the_accepted_task(env, tmp_path):
+def test_resume_after_sigkill_keeps_the_accepted_task(tmp_path):
   full = str(tmp_path / "full")
   proc = subprocess.run(
     _cmd(full),
-    env=env,
     capture_output=True,
     text=True,
     timeout=TIMEOUT_S,
@@ -92,7 +85,6 @@ def test_resume_after_sigkill_keeps_the_accepted_task(env, tmp_path):
   killed = str(tmp_path / "killed")
   child = subprocess.Popen(
     _cmd(killed),
-    env=env,
     cwd=ROOT,
     stdout=subprocess.DEVNULL,
     stderr=subprocess.DEVNULL,
@@ -121,7 +113,6 @@ def test_resume_after_sigkill_keeps_the_accepted_task(env, tmp_path):
 
   resumed = subprocess.run(
     _cmd(killed),
-    env=env,
     capture_output=True,
     text=True,
     timeout=TIMEOUT_S,

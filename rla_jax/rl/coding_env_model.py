@@ -20,6 +20,9 @@ from rla_jax.envs.coding import (
 from rla_jax.rl import agent_text
 from rla_jax.rl.coding_rollout import TaskRollout, sample_texts
 
+# The proposal prompts counted per RL step (`CodingLLMEnvModel.counts`).
+PROMPT_COUNT_KEYS = ("without_tests", "too_long")
+
 
 @dataclasses.dataclass(frozen=True)
 class ProposalRequest:
@@ -62,7 +65,7 @@ class CodingLLMEnvModel:
     self.reset_counts()
 
   def reset_counts(self) -> None:
-    self.counts = {"without_tests": 0, "too_long": 0}
+    self.counts = dict.fromkeys(PROMPT_COUNT_KEYS, 0)
 
   def propose(
     self, request: ProposalRequest, seed_of_attempt: Callable[[int], int]

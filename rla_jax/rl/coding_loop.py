@@ -53,7 +53,11 @@ from rla_jax.metrics import keys
 from rla_jax.rl import agent_text, evaluation
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.advantages import accuracy_in_band
-from rla_jax.rl.coding_env_model import CodingLLMEnvModel, ProposalRequest
+from rla_jax.rl.coding_env_model import (
+  PROMPT_COUNT_KEYS,
+  CodingLLMEnvModel,
+  ProposalRequest,
+)
 from rla_jax.rl.coding_evaluation import CodingEvaluation
 from rla_jax.rl.coding_rollout import (
   Execution,
@@ -422,7 +426,7 @@ class CodingLoop(CodingEvaluation, LoopBase):
   def _proposal_prompt_counts(self) -> dict[str, int]:
     """The LLM env model's prompt counts this step (0 without one)."""
     if self.llm_env_model is None:
-      return {"without_tests": 0, "too_long": 0}
+      return dict.fromkeys(PROMPT_COUNT_KEYS, 0)
     return dict(self.llm_env_model.counts)
 
   def _propose(self, played, rolled, step: int, i: int, direction):
