@@ -1,26 +1,24 @@
 """Per-device bytes of the two phases of an RL step, training one model and
 sampling from it, summed from the memory model's terms
-(`launch/memory_model.py`, `launch/memory_vision.py` for Qwen3-VL).
+(`launch/param_memory.py`, `launch/activation_memory.py`,
+`launch/memory_vision.py` for Qwen3-VL).
 """
 
 from __future__ import annotations
 
 import math
 
-from launch.memory_model import (
+from launch.activation_memory import (
   BF16,
   F32,
-  Workload,
   attention_kind,
   attention_prefill_bytes,
   kv_cache_bytes_per_device,
   local_dim,
-  param_count,
-  per_device_param_bytes,
-  per_device_param_elems,
-  text_config,
   train_activation_bytes,
-  vision_config,
+)
+from launch.memory_model import (
+  Workload,
 )
 from launch.memory_vision import (
   image_feature_bytes,
@@ -29,6 +27,13 @@ from launch.memory_vision import (
   vision_encode_bytes,
   vision_layer_params,
   vision_train_activation_bytes,
+)
+from launch.param_memory import (
+  param_count,
+  per_device_param_bytes,
+  per_device_param_elems,
+  text_config,
+  vision_config,
 )
 from rla_jax import sharding as shd
 

@@ -1,7 +1,9 @@
 """Memory and step-time plan of RLAnything's paper presets on rentable slices.
 
-Builds on `launch/memory_model.py` (per-device bytes from the real model
-definition and sharding rules) and writes docs/MEMORY_PLAN.md:
+Builds on the memory model (`launch/memory_model.py`: presets and
+workloads; `launch/param_memory.py`, `launch/activation_memory.py`:
+per-device bytes from the real model definition and sharding rules;
+`launch/accelerators.py`: chips and slices) and writes docs/MEMORY_PLAN.md:
 
   python launch/memory_plan.py --out docs/MEMORY_PLAN.md [--compiled]
 
@@ -39,22 +41,24 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO not in sys.path:
   sys.path.insert(0, _REPO)
 
-from launch.memory_model import (
+from launch.accelerators import (
   ACCELERATORS,
-  CODING,
   DECODE_BW_UTIL,
+  TRAIN_MFU,
+  USABLE_HBM_FRACTION,
+  GiB,
+  slice_label,
+)
+from launch.activation_memory import (
+  train_activation_bytes,
+)
+from launch.memory_model import (
+  CODING,
   GUI,
   GUI_AS_CODED,
   PRESETS,
-  TRAIN_MFU,
-  USABLE_HBM_FRACTION,
   VL_PRESETS,
-  GiB,
   Workload,
-  param_count,
-  param_count_formula,
-  slice_label,
-  train_activation_bytes,
 )
 from launch.memory_plan_checks import (
   before_after_section,
@@ -66,6 +70,10 @@ from launch.memory_plan_checks import (
 )
 from launch.memory_plan_vl import (
   vl_section,
+)
+from launch.param_memory import (
+  param_count,
+  param_count_formula,
 )
 from launch.plan_tables import (
   breakdown_lines,
@@ -199,7 +207,7 @@ def _assumption_lines(wl: Workload) -> list[str]:
     "cache shard: no attention implementation skips empty slots).",
     f"- Attention: '{wl.attention}' (flash-style, tile-bounded: "
     "[rows, N, 128, 128] tiles + O(T) row statistics; "
-    "`memory_model.attention_train_bytes` / `attention_prefill_bytes`), "
+    "`activation_memory.attention_train_bytes` / `attention_prefill_bytes`), "
     f"prefill in pieces of {wl.prefill_rows_per_device} rows per device; "
     "'before' columns: einsum attention ([rows, N, T, S] f32 scores) and "
     "a whole-batch prefill.",

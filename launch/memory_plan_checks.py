@@ -15,13 +15,14 @@ import sys
 # The repository root (the compiled-check script's directory's parent).
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+from launch.accelerators import (
+  GiB,
+)
 from launch.memory_model import (
   PRESETS,
   SMALL,
   VL_PRESETS,
-  GiB,
   Workload,
-  fake_mesh,
 )
 from launch.memory_phases import (
   sample_phase_bytes,
@@ -32,6 +33,9 @@ from launch.memory_vision import (
   screenshot_grid,
   vision_encode_bytes,
   vision_train_activation_bytes,
+)
+from launch.param_memory import (
+  fake_mesh,
 )
 from launch.plan_tables import (
   markdown_table,

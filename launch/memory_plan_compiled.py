@@ -1,5 +1,5 @@
 """Real shard sizes and XLA compiled memory analysis, next to the analytical
-model of `launch/memory_model.py`.
+model (`launch/param_memory.py`, `launch/activation_memory.py`).
 
 Runs as its own process because the device count must be fixed before JAX
 starts:
@@ -101,6 +101,7 @@ from jax.sharding import PartitionSpec as P
 
 from launch import memory_model as mm
 from launch import memory_phases as mp
+from launch import param_memory as pm
 from rla_jax import sharding as shd
 from rla_jax.models import unrolled
 from rla_jax.models.kv_cache import (
@@ -194,7 +195,7 @@ def compiled_train(cfg, mesh) -> dict:
     train_step, out_shardings=(p_sh, o_sh_tree, repl), donate_argnums=(0, 1)
   )
   got = stats(step.lower(params, opt, tokens, mask).compile())
-  fake = mm.fake_mesh(*(mesh.shape[a] for a in shd.MESH_AXES))
+  fake = pm.fake_mesh(*(mesh.shape[a] for a in shd.MESH_AXES))
   wl = mm.Workload(remat=ARGS.remat, attention=ARGS.attention)
   est = mp.train_phase_bytes(cfg, fake, ARGS.seq, wl)
   est["grads_f32_micro"] = est.pop("grads_f32_accum+micro") // 2
@@ -282,7 +283,7 @@ def compiled_prefill(cfg, mesh) -> dict:
     (rows, ARGS.prompt), jnp.int32, sharding=batch_sh
   )
   got = stats(_lower_prefill(cfg, mesh, params, cache, tokens).compile())
-  fake = mm.fake_mesh(*(mesh.shape[a] for a in shd.MESH_AXES))
+  fake = pm.fake_mesh(*(mesh.shape[a] for a in shd.MESH_AXES))
   est = mp.sample_phase_bytes(
     cfg,
     fake,
@@ -303,11 +304,11 @@ def real_param_shards(cfg, mesh) -> dict:
   for leaf in jax.tree.leaves(nnx.state(model, nnx.Param)):
     for s in leaf.addressable_shards:
       per_device[s.device.id] += s.data.nbytes
-  fake = mm.fake_mesh(*(mesh.shape[a] for a in shd.MESH_AXES))
+  fake = pm.fake_mesh(*(mesh.shape[a] for a in shd.MESH_AXES))
   return {
     "per_device": sorted(per_device.values()),
-    "analytical": mm.per_device_param_bytes(cfg, fake, shd.TRAIN_RULES, 4),
-    "total": mm.param_count(cfg) * 4,
+    "analytical": pm.per_device_param_bytes(cfg, fake, shd.TRAIN_RULES, 4),
+    "total": pm.param_count(cfg) * 4,
   }
 
 

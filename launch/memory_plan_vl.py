@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import math
 
-from launch.memory_model import (
+from launch.accelerators import (
   ACCELERATORS,
-  Workload,
-  attention_prefill_bytes,
-  param_count,
-  param_count_formula,
   slice_label,
-  text_config,
-  vision_config,
+)
+from launch.activation_memory import (
+  attention_prefill_bytes,
+)
+from launch.memory_model import (
+  Workload,
 )
 from launch.memory_vision import (
   image_feature_bytes,
@@ -24,6 +24,12 @@ from launch.memory_vision import (
   vision_encode_bytes,
   vision_flops_per_image,
   vision_train_activation_bytes,
+)
+from launch.param_memory import (
+  param_count,
+  param_count_formula,
+  text_config,
+  vision_config,
 )
 from launch.plan_tables import (
   breakdown_lines,
@@ -240,7 +246,7 @@ def _vl_screenshot_lines(cfg, wl: Workload) -> list[str]:
     "[65536, 16777216]) and the tower's patch grid, per screenshot; the "
     "tower attends over all P patches of an image (bidirectional), the "
     "prompt holds P / 4 merged tokens. FLOPs: one forward "
-    "(`memory_model.vision_flops_per_image`).",
+    "(`memory_vision.vision_flops_per_image`).",
     "",
   ]
   rows = []

@@ -2,7 +2,8 @@
 processor's `smart_resize`), the images a device encodes, and the vision
 tower's FLOPs, activations and transients (analytical estimates of what
 `rla_jax.models.qwen3_vl.vision` materialises; `launch/memory_model.py`
-states the precision plan and the attention terms they reuse).
+states the precision plan, `launch/activation_memory.py` the attention
+terms they reuse).
 
 Dimension letters: P patches of one screenshot, I images, Dv / Fv / Lv /
 Nv / Hv the tower's hidden size, MLP size, depth, heads and head size, m
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from launch.memory_model import (
+from launch.activation_memory import (
   BF16,
   F32,
   attention_prefill_bytes,

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import dataclasses
 
-from launch.memory_model import (
+from launch.accelerators import (
   ACCELERATORS,
   DECODE_BW_UTIL,
   TRAIN_MFU,
   GiB,
-  Workload,
-  param_count,
   slice_label,
+)
+from launch.memory_model import (
+  Workload,
+)
+from launch.param_memory import (
+  param_count,
 )
 from launch.slice_plan import (
   SlicePlan,

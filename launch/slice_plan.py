@@ -1,5 +1,6 @@
 """Slice plans of RLAnything's paper presets: per-chip memory of each
-phase and the step-time model (`launch/memory_model.py` gives the bytes).
+phase and the step-time model (`launch/param_memory.py` and
+`launch/activation_memory.py` give the bytes).
 
 Used by `launch/memory_plan.py` (docs/MEMORY_PLAN.md)."""
 
@@ -8,19 +9,18 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from launch.memory_model import (
+from launch.accelerators import (
   DECODE_BW_UTIL,
-  F32,
   TRAIN_MFU,
   USABLE_HBM_FRACTION,
   Accelerator,
-  Workload,
+)
+from launch.activation_memory import (
+  F32,
   attention_kind,
-  fake_mesh,
-  param_count,
-  per_device_param_bytes,
-  text_config,
-  vision_config,
+)
+from launch.memory_model import (
+  Workload,
 )
 from launch.memory_phases import (
   sample_phase_bytes,
@@ -30,6 +30,13 @@ from launch.memory_vision import (
   images_per_device,
   screenshot_grid,
   vision_flops_per_image,
+)
+from launch.param_memory import (
+  fake_mesh,
+  param_count,
+  per_device_param_bytes,
+  text_config,
+  vision_config,
 )
 from rla_jax import sharding as shd
 from rla_jax.models.config import QwenConfig

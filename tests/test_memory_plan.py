@@ -12,9 +12,12 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from launch import accelerators as ac
+from launch import activation_memory as am
 from launch import memory_model as mm
 from launch import memory_phases as mp
 from launch import memory_vision as mv
+from launch import param_memory as pm
 from rla_jax import sharding as shd
 
 QWEN25_7B = mm.PRESETS["qwen2.5-7b-instruct"]
@@ -23,26 +26,26 @@ QWEN25_7B = mm.PRESETS["qwen2.5-7b-instruct"]
 def test_qwen25_7b_param_count_is_the_published_one():
   # Published parameter count of Qwen2.5-7B-Instruct (model card / HF
   # safetensors index): 7,615,616,512.
-  assert mm.param_count(QWEN25_7B) == 7_615_616_512
-  assert mm.param_count_formula(QWEN25_7B) == 7_615_616_512
+  assert pm.param_count(QWEN25_7B) == 7_615_616_512
+  assert pm.param_count_formula(QWEN25_7B) == 7_615_616_512
 
 
 def test_closed_form_equals_model_definition_for_every_preset():
   for cfg in mm.PRESETS.values():
-    assert mm.param_count_formula(cfg) == mm.param_count(cfg)
+    assert pm.param_count_formula(cfg) == pm.param_count(cfg)
   tied = mm.PRESETS["qwen3-8b"].replace(tie_word_embeddings=True)
-  assert mm.param_count_formula(tied) == mm.param_count(tied)
+  assert pm.param_count_formula(tied) == pm.param_count(tied)
   llama = tied.replace(model_type="llama", attention_bias=True, mlp_bias=True)
-  assert mm.param_count_formula(llama) == mm.param_count(llama)
+  assert pm.param_count_formula(llama) == pm.param_count(llama)
 
 
 def test_kv_cache_bytes_per_token_by_hand():
   # 28 layers x 4 kv heads x 128 head_dim x (k, v) x 2 bytes = 57,344 B
-  one = mm.fake_mesh(1, 1, 1)
-  assert mm.kv_cache_bytes_per_device(QWEN25_7B, 1, 1, one) == 57_344 + 1
+  one = pm.fake_mesh(1, 1, 1)
+  assert am.kv_cache_bytes_per_device(QWEN25_7B, 1, 1, one) == 57_344 + 1
   # batch over (data, fsdp) = 8, kv heads over tensor = 4: 1/32 per device
-  m = mm.fake_mesh(2, 4, 4)
-  got = mm.kv_cache_bytes_per_device(QWEN25_7B, 64, 1024, m)
+  m = pm.fake_mesh(2, 4, 4)
+  got = am.kv_cache_bytes_per_device(QWEN25_7B, 64, 1024, m)
   assert got == 64 * 1024 * 57_344 // 32 + 64 * 1024 // 8
 
 
@@ -58,19 +61,19 @@ def test_tensor_axis_that_does_not_divide_heads_replicates_attention():
   N, K = c.num_heads, c.num_kv_heads
   attn = D * (N + 2 * K) * H + N * H * D + (N + 2 * K) * H  # replicated
   expected = (2 * V * D // t + D + L * (2 * D + attn + 3 * D * F // t)) * 2
-  got = mm.per_device_param_bytes(c, mm.fake_mesh(1, 1, t), shd.SAMPLE_RULES, 2)
+  got = pm.per_device_param_bytes(c, pm.fake_mesh(1, 1, t), shd.SAMPLE_RULES, 2)
   assert got == expected
 
 
 def test_remat_policies_order_and_bad_name():
   sizes = {
-    r: mm.train_activation_bytes(QWEN25_7B, 1, 4096, 1, r)["saved"]
+    r: am.train_activation_bytes(QWEN25_7B, 1, 4096, 1, r)["saved"]
     for r in ("none", "dots", "full")
   }
   assert sizes["none"] > sizes["dots"] > sizes["full"]
   assert sizes["full"] == 28 * 4096 * 3584 * 2  # the bf16 carry per layer
   with pytest.raises(ValueError, match="remat must be one of"):
-    mm.train_activation_bytes(QWEN25_7B, 1, 16, 1, "some")
+    am.train_activation_bytes(QWEN25_7B, 1, 16, 1, "some")
 
 
 def test_analytical_shards_equal_real_shards_on_8_cpu_devices():
@@ -116,31 +119,31 @@ def test_analytical_shards_equal_real_shards_on_8_cpu_devices():
 def test_flash_attention_term_is_far_below_einsum_for_long_sequences():
   N, K, H = 28, 4, 128
   for T in (4096, 6144):  # the paper's train lengths
-    e = mm.attention_train_bytes(1, N, K, T, H, "einsum")
-    f = mm.attention_train_bytes(1, N, K, T, H, "blockwise")
+    e = am.attention_train_bytes(1, N, K, T, H, "einsum")
+    f = am.attention_train_bytes(1, N, K, T, H, "blockwise")
     assert f["layer"] * 8 < e["layer"] and f["saved"] * 8 < e["saved"]
-    pe = mm.attention_prefill_bytes(4, N, K, 2048, T, H, "einsum")
-    pf = mm.attention_prefill_bytes(4, N, K, 2048, T, H, "blockwise")
+    pe = am.attention_prefill_bytes(4, N, K, 2048, T, H, "einsum")
+    pf = am.attention_prefill_bytes(4, N, K, 2048, T, H, "blockwise")
     assert pf * 8 < pe
   # tile-bounded: linear in S (einsum: also linear, but x P); doubling T in
   # training quadruples the einsum scores and only doubles the flash term
-  f1 = mm.attention_train_bytes(1, N, K, 2048, H, "blockwise")["layer"]
-  f2 = mm.attention_train_bytes(1, N, K, 4096, H, "blockwise")["layer"]
+  f1 = am.attention_train_bytes(1, N, K, 2048, H, "blockwise")["layer"]
+  f2 = am.attention_train_bytes(1, N, K, 4096, H, "blockwise")["layer"]
   assert f2 < 2.1 * f1
   for name in ("auto", "pallas_tpu", "cudnn"):
-    assert mm.attention_kind(name) == "flash"
-  assert mm.attention_kind("xla") == "einsum"
+    assert am.attention_kind(name) == "flash"
+  assert am.attention_kind("xla") == "einsum"
   with pytest.raises(ValueError, match="attention must be one of"):
-    mm.attention_kind("flash3")
-  full = mm.train_activation_bytes(QWEN25_7B, 1, 4096, 1, "full")
-  flash = mm.train_activation_bytes(
+    am.attention_kind("flash3")
+  full = am.train_activation_bytes(QWEN25_7B, 1, 4096, 1, "full")
+  flash = am.train_activation_bytes(
     QWEN25_7B, 1, 4096, 1, "full", attention="blockwise"
   )
   assert flash["saved"] == full["saved"] and flash["layer"] < full["layer"]
 
 
 def test_prefill_term_shrinks_with_prefill_rows():
-  mesh = mm.fake_mesh(1, 8, 1)  # 384 RM rows: 48 per device
+  mesh = pm.fake_mesh(1, 8, 1)  # 384 RM rows: 48 per device
   for att in ("einsum", "blockwise"):
     got = [
       mp.sample_phase_bytes(QWEN25_7B, mesh, 384, 2048, 4096, r, att)
@@ -172,7 +175,7 @@ def test_smallest_slice_with_the_new_attention_is_no_larger():
   runs = [(c, mm.PAPER, mm.BEFORE) for c in mm.PRESETS.values()]
   runs.append((coding[0], coding[1], before_coding))
   for cfg, wl, wl_before in runs:
-    for acc in mm.ACCELERATORS:
+    for acc in ac.ACCELERATORS:
       new = mp.smallest_fitting(cfg, cfg, acc, wl)
       old = mp.smallest_fitting(cfg, cfg, acc, wl_before)
       assert new is not None
@@ -185,7 +188,7 @@ def test_smallest_slice_with_the_new_attention_is_no_larger():
 def test_row_pieces_cost_no_prefill_flops_on_the_same_slice():
   from launch import slice_plan as mp
 
-  h100 = [a for a in mm.ACCELERATORS if a.name.startswith("H100")][0]
+  h100 = [a for a in ac.ACCELERATORS if a.name.startswith("H100")][0]
   whole = dataclasses.replace(mm.PAPER, prefill_rows_per_device=None)
   plan = mp.best_plan(QWEN25_7B, QWEN25_7B, h100, 16, whole)
   assert mp.prefill_pieces(384, 16, plan.sample_tensor, mm.PAPER) > 1
@@ -204,7 +207,7 @@ def test_plan_finds_a_slice_and_times_are_positive():
   wl = mm.Workload()
   from launch import slice_plan as mp
 
-  h100 = [a for a in mm.ACCELERATORS if a.name.startswith("H100")][0]
+  h100 = [a for a in ac.ACCELERATORS if a.name.startswith("H100")][0]
   plan = mp.smallest_fitting(QWEN25_7B, QWEN25_7B, h100, wl)
   assert plan is not None and plan.fits(True)
   smaller = [c for c in h100.slice_chips if c < plan.chips]
@@ -272,28 +275,28 @@ def test_qwen3_vl_8b_param_count_is_the_sum_of_the_real_model():
   sizes = _eval_shape_sizes(lambda: Qwen3VL(cfg, rngs=nnx.Rngs(0)))
   vision = sum(n for p, n in sizes.items() if p.startswith("vision/"))
   assert vision > 0
-  assert mm.param_count(cfg) == sum(sizes.values())
-  assert mm.param_count(cfg, "vision") == vision
+  assert pm.param_count(cfg) == sum(sizes.values())
+  assert pm.param_count(cfg, "vision") == vision
   # the decoder is exactly a text Qwen3 of the same shapes
   text = _eval_shape_sizes(lambda: Qwen(cfg.text, rngs=nnx.Rngs(0)))
-  assert mm.param_count(cfg, "text") == sum(text.values())
-  assert mm.param_count(cfg, "text") + vision == mm.param_count(cfg)
-  assert mm.param_count_formula(cfg) == mm.param_count(cfg)
-  assert mm.vision_param_count_formula(cfg.vision, 4096) == vision
+  assert pm.param_count(cfg, "text") == sum(text.values())
+  assert pm.param_count(cfg, "text") + vision == pm.param_count(cfg)
+  assert pm.param_count_formula(cfg) == pm.param_count(cfg)
+  assert pm.vision_param_count_formula(cfg.vision, 4096) == vision
   # same decoder shapes as the Qwen3-8B preset (different rope / M-RoPE)
-  assert mm.param_count(cfg, "text") == mm.param_count(mm.PRESETS["qwen3-8b"])
+  assert pm.param_count(cfg, "text") == pm.param_count(mm.PRESETS["qwen3-8b"])
   # published size: 8.77B parameters
-  assert round(mm.param_count(cfg) / 1e7) == 877
+  assert round(pm.param_count(cfg) / 1e7) == 877
   with pytest.raises(ValueError, match="part must be"):
-    mm.param_count(cfg, "tower")
+    pm.param_count(cfg, "tower")
 
 
 def test_plan_includes_the_vision_tower_parameters():
   from launch import slice_plan as mp
 
   text = mm.PRESETS["qwen3-8b"]
-  vision = mm.param_count(QWEN3_VL_8B, "vision")
-  one = mm.fake_mesh(1, 1, 1)
+  vision = pm.param_count(QWEN3_VL_8B, "vision")
+  one = pm.fake_mesh(1, 1, 1)
   wl = mm.Workload()  # text-only workload: only the parameters differ
   vl_train = mp.train_phase_bytes(QWEN3_VL_8B, one, 4096, wl)
   text_train = mp.train_phase_bytes(text, one, 4096, wl)
@@ -306,7 +309,7 @@ def test_plan_includes_the_vision_tower_parameters():
   )
   # on a slice: the co-resident fp32 params of both idle models grow by
   # both towers' shards, which are really sharded over fsdp
-  h100 = [a for a in mm.ACCELERATORS if a.name.startswith("H100")][0]
+  h100 = [a for a in ac.ACCELERATORS if a.name.startswith("H100")][0]
   vl_plan = mp.plan_slice(QWEN3_VL_8B, QWEN3_VL_8B, h100, 8, wl, 1, 1)
   text_plan = mp.plan_slice(text, text, h100, 8, wl, 1, 1)
   grown = (
@@ -371,7 +374,7 @@ def test_vision_terms_einsum_flash_and_image_layout():
   # the replicated layout only adds memory
   from launch import slice_plan as mp
 
-  h200 = [a for a in mm.ACCELERATORS if a.name.startswith("H200")][0]
+  h200 = [a for a in ac.ACCELERATORS if a.name.startswith("H200")][0]
   sharded = mp.best_plan(QWEN3_VL_8B, QWEN3_VL_8B, h200, 64, mm.GUI)
   coded = mp.best_plan(QWEN3_VL_8B, QWEN3_VL_8B, h200, 64, mm.GUI_AS_CODED)
   assert coded.peak(True) > sharded.peak(True)
