@@ -7,7 +7,7 @@ from __future__ import annotations
 import ml_collections
 
 from rla_jax.envs.alfworld import Game, generate_split
-from rla_jax.envs.alfworld.generator import check_task_types
+from rla_jax.envs.alfworld.splits import check_task_types
 from rla_jax.errors import ConfigError
 
 # The evaluation splits: in distribution, the training rooms' templates;

@@ -13,7 +13,7 @@ import dataclasses
 import numpy as np
 
 from rla_jax.envs.alfworld import Game, describe_game_for_proposal
-from rla_jax.envs.alfworld.generator import generate_split
+from rla_jax.envs.alfworld.splits import generate_split
 from rla_jax.rl import agent_text, prompts
 from rla_jax.warmstart import demos, drills
 

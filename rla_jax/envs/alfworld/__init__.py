@@ -20,8 +20,9 @@ Public API::
 Modules: types_tables (ALFRED tables), game (Game), pddl_io (files), text
 (surface strings), engine (native rules), batched_env (the interface) / env
 (make_env) / native_env / textworld_backend (batched envs), expert (oracle
-planner, progress labels), generator (rooms, tasks, splits, levels), perturb
-(adaptation), level_moves (adaptation along the levels).
+planner, progress labels), generator (rooms, tasks, levels), splits (the
+games of a split), perturb (adaptation), level_moves (adaptation along the
+levels).
 """
 
 from rla_jax.envs.alfworld.env import BACKENDS, MAX_STEPS, BatchedEnv, make_env
@@ -32,7 +33,6 @@ from rla_jax.envs.alfworld.expert import (
   next_action,
 )
 from rla_jax.envs.alfworld.game import Game
-from rla_jax.envs.alfworld.generator import generate_split
 from rla_jax.envs.alfworld.level_moves import level_move, level_variant
 from rla_jax.envs.alfworld.levels import game_level
 from rla_jax.envs.alfworld.pddl_io import load_game, write_game
@@ -41,6 +41,7 @@ from rla_jax.envs.alfworld.perturb import (
   describe_game_for_proposal,
   perturb_game,
 )
+from rla_jax.envs.alfworld.splits import generate_split
 
 __all__ = [
   "BACKENDS",

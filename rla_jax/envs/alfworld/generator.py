@@ -12,18 +12,17 @@ the start and the expert solves it within 50 steps.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
 
 import numpy as np
 
 from rla_jax.envs.alfworld.engine import CompiledGame
 from rla_jax.envs.alfworld.expert import verified_plan
 from rla_jax.envs.alfworld.game import Game, goal_sentence
-from rla_jax.envs.alfworld.levels import LEVELS, check_level
+from rla_jax.envs.alfworld.levels import LEVELS, Level, check_level
 from rla_jax.envs.alfworld.types_tables import (
   CLEANABLE,
   COOLABLE,
-  DEFAULT_SPLIT_SIZES,
   HEATABLE,
   HELD_OUT_SCENES_PER_ROOM,
   LAMP_HOLDERS,
@@ -33,7 +32,6 @@ from rla_jax.envs.alfworld.types_tables import (
   ROOM_RECEPTACLES,
   ROOM_SCENES,
   SLICEABLE,
-  SPLIT_QUOTAS,
   TASK_TYPE_NAMES,
   TOGGLEABLE,
   TREATMENT,
@@ -43,7 +41,7 @@ from rla_jax.envs.alfworld.types_tables import (
 
 SPLITS = ("train", "valid_seen", "valid_unseen")
 ROOM_SIZES = ("small", "full")
-_SPLIT_CODE = {"train": 0, "valid_seen": 1, "valid_unseen": 2}
+SPLIT_CODES = {"train": 0, "valid_seen": 1, "valid_unseen": 2}
 _MAX_ATTEMPTS = 50
 
 
@@ -167,6 +165,11 @@ def assemble_game(
   )
 
 
+class _Retry(Exception):
+  """This attempt's draw cannot make a game; `generate_valid_game` tries the
+  next attempt."""
+
+
 def _choose(rng, seq):
   seq = list(seq)
   return seq[int(rng.integers(len(seq)))]
@@ -209,14 +212,180 @@ def _task_candidates(
   return out
 
 
-def _source_ok(task_type: str, parent: str, rtype: str, obj: str) -> bool:
-  """Where a target object may start: never in a goal-type receptacle (goal
-  false at t=0)."""
-  if not can_contain(rtype, obj) or rtype == parent:
+# Rules of games drawn without a level, by room size ("small": 3-6
+# receptacles, few objects; anything else: the scene's full layout).
+_SMALL_ROOM = Level(TASK_TYPE_NAMES, (3, 6), True, (1, 3))
+_FULL_ROOM = Level(TASK_TYPE_NAMES, None, True, (6, 12))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Target:
+  """Where a game takes place and what its goal names: room kind, scene, the
+  scene's receptacle counts and the goal's object / parent / toggle types."""
+
+  task_type: str
+  room: str
+  scene: int
+  layout: dict[str, int]
+  obj: str
+  parent: str
+  toggle: str
+
+
+def _seeded_rng(
+  split: str, index: int, seed: int, attempt: int, level: int | None
+) -> np.random.Generator:
+  """The game's generator, seeded with ``[seed, split, index, attempt]`` (plus
+  ``level`` when given; ValueError for an unknown level)."""
+  material = [seed, SPLIT_CODES[split], index, attempt]
+  if level is not None:
+    material.append(check_level(level))
+  return np.random.default_rng(material)
+
+
+def _game_rules(task_type: str, room_size: str, level: int | None) -> Level:
+  """The rules the game follows: its level's (ValueError if that level has no
+  ``task_type`` games), else those of its room size."""
+  if level is None:
+    return _SMALL_ROOM if room_size == "small" else _FULL_ROOM
+  rules = LEVELS[check_level(level)]
+  if task_type not in rules.task_types:
+    raise ValueError(f"level {level} has no {task_type} games")
+  return rules
+
+
+def _choose_target(
+  rng, split: str, task_type: str, room: str | None, scene: int | None
+) -> _Target:
+  """The room kind and scene (drawn unless given) and goal types drawn among
+  those the scene's layout allows (_Retry if there are none)."""
+  room = _choose(rng, VALID_ROOMS[task_type]) if room is None else room
+  scene = _choose(rng, split_scenes(split, room)) if scene is None else scene
+  layout = dict(scene_layout(room, scene))
+  cands = _task_candidates(task_type, room, sorted(layout))
+  if not cands:
+    raise _Retry()
+  obj, parent, toggle = _choose(rng, cands)
+  return _Target(task_type, room, scene, layout, obj, parent, toggle)
+
+
+def _may_start_in(rtype: str, closed_sources: bool) -> bool:
+  """Whether a target or lamp may start in a ``rtype`` receptacle: a closed
+  (openable) one only with ``closed_sources``."""
+  return closed_sources or rtype not in OPENABLE_RECEPTACLES
+
+
+def _source_ok(target: _Target, rtype: str, closed_sources: bool) -> bool:
+  """Whether the target object may start in a ``rtype`` receptacle: never a
+  goal-type one (goal false at t=0), a closed one only if ``closed_sources``."""
+  if not can_contain(rtype, target.obj) or rtype == target.parent:
     return False
-  return not (
-    task_type == "pick_cool_then_place_in_recep" and rtype == "Fridge"
+  if target.task_type == "pick_cool_then_place_in_recep" and rtype == "Fridge":
+    return False
+  return _may_start_in(rtype, closed_sources)
+
+
+def _small_room_counts(rng, target: _Target, rules: Level) -> dict[str, int]:
+  """Receptacle types of a small room, one of each: the goal's parent (or a
+  lamp holder), its appliance, a target source and drawn extras (_Retry if the
+  scene has no allowed holder or source)."""
+  types, toggle = sorted(target.layout), target.toggle
+  closed = rules.closed_sources
+  holders = []
+  if toggle:
+    holders = [
+      h
+      for h in LAMP_HOLDERS[toggle]
+      if h in target.layout and _may_start_in(h, closed)
+    ]
+  sources = [t for t in types if _source_ok(target, t, closed)]
+  if (toggle and not holders) or not sources:
+    raise _Retry()
+  need = {target.parent} if target.parent else {_choose(rng, holders)}
+  if target.task_type in TREATMENT:
+    need.add(TREATMENT[target.task_type][0])
+  need.add(_choose(rng, sources))
+  lo, hi = rules.receptacles
+  n_total = int(rng.integers(lo, hi + 1))
+  extra = [t for t in types if t not in need]
+  rng.shuffle(extra)
+  return {t: 1 for t in sorted(need) + extra[: max(0, n_total - len(need))]}
+
+
+def _place(rng, recs, placements, otype: str, n: int, allowed) -> None:
+  """Appends ``n`` objects of ``otype`` to ``placements``, each in a receptacle
+  drawn among those whose type is ``allowed`` (_Retry if none is)."""
+  spots = [r for r, t in recs if allowed(t)]
+  if not spots:
+    raise _Retry()
+  base = sum(1 for _, t, _ in placements if t == otype)
+  for k in range(n):
+    placements.append(
+      (object_id(otype, base + k + 1), otype, _choose(rng, spots))
+    )
+
+
+def _place_targets_and_lamp(
+  rng, target: _Target, recs, rules: Level
+) -> list[tuple[str, str, str]]:
+  """Placements ``(id, type, receptacle id)`` of the target objects (2-4 for
+  pick_two, else 1-3; fewer in a small room) and of one lamp, if any fits."""
+  small, closed = rules.receptacles is not None, rules.closed_sources
+  if target.task_type == "pick_two_obj_and_place":
+    lo, hi = (2, 3) if small else (2, 4)
+  else:
+    lo, hi = (1, 2) if small else (1, 3)
+  placements = []
+  n_targets = int(rng.integers(lo, hi + 1))
+  _place(
+    rng,
+    recs,
+    placements,
+    target.obj,
+    n_targets,
+    lambda t: _source_ok(target, t, closed),
   )
+  # The goal's lamp, else the room's first lamp that has a holder here.
+  rtypes = sorted({t for _, t in recs})
+  lamps = (
+    [target.toggle]
+    if target.toggle
+    else [
+      lamp
+      for lamp in ROOM_LAMPS[target.room]
+      if any(h in rtypes for h in LAMP_HOLDERS[lamp])
+    ][:1]
+  )
+  for lamp in lamps:
+    _place(
+      rng,
+      recs,
+      placements,
+      lamp,
+      1,
+      lambda t, lamp=lamp: t in LAMP_HOLDERS[lamp] and _may_start_in(t, closed),
+    )
+  return placements
+
+
+def _place_distractors(rng, target: _Target, recs, rules: Level, placements):
+  """Appends distractors to ``placements``: 1-2 (small room) or 1-3 objects of
+  each of a drawn number of shuffled non-target types the room can hold."""
+  small = rules.receptacles is not None
+  rtypes = sorted({t for _, t in recs})
+  pool = [
+    o
+    for o in sorted(ROOM_OBJECTS[target.room])
+    if o != target.obj and any(can_contain(t, o) for t in rtypes)
+  ]
+  rng.shuffle(pool)
+  lo, hi = rules.distractor_types
+  n_types = int(rng.integers(lo, hi + 1))
+  for o in pool[:n_types]:
+    # A distractor never completes the goal by itself (it is not of the target
+    # type).
+    n_copies = int(rng.integers(1, 3 if small else 4))
+    _place(rng, recs, placements, o, n_copies, lambda t, o=o: can_contain(t, o))
 
 
 def generate_game(
@@ -239,124 +408,32 @@ def generate_game(
   them.
   """
   check_place(split, task_type, room, scene)
-  material = [seed, _SPLIT_CODE[split], index, attempt]
-  rules = None
-  if level is not None:
-    rules = LEVELS[check_level(level)]
-    if task_type not in rules.task_types:
-      raise ValueError(f"level {level} has no {task_type} games")
-    material.append(int(level))
-    room_size = "full" if rules.receptacles is None else "small"
-  rng = np.random.default_rng(material)
-  room = _choose(rng, VALID_ROOMS[task_type]) if room is None else room
-  scene = _choose(rng, split_scenes(split, room)) if scene is None else scene
-  layout = dict(scene_layout(room, scene))
-  cands = _task_candidates(task_type, room, sorted(layout))
-  if not cands:
-    raise _Retry()
-  obj, parent, toggle = _choose(rng, cands)
+  rng = _seeded_rng(split, index, seed, attempt, level)
+  rules = _game_rules(task_type, room_size, level)
+  target = _choose_target(rng, split, task_type, room, scene)
   template_index = int(rng.integers(2))
-  small = room_size == "small"
-  open_ok = rules is None or rules.closed_sources
-
-  def source_ok(t: str) -> bool:
-    return _source_ok(task_type, parent, t, obj) and (
-      open_ok or t not in OPENABLE_RECEPTACLES
-    )
-
-  def holder_ok(lamp: str, t: str) -> bool:
-    return t in LAMP_HOLDERS[lamp] and (
-      open_ok or t not in OPENABLE_RECEPTACLES
-    )
-
-  if small:
-    holders = [h for h in LAMP_HOLDERS[toggle] if h in layout] if toggle else []
-    if toggle and not open_ok:
-      holders = [h for h in holders if holder_ok(toggle, h)]
-    sources = [t for t in sorted(layout) if source_ok(t)]
-    if (toggle and not holders) or not sources:
-      raise _Retry()
-    need = {parent} if parent else {_choose(rng, holders)}
-    if task_type in TREATMENT:
-      need.add(TREATMENT[task_type][0])
-    need.add(_choose(rng, sources))
-    lo, hi = (3, 6) if rules is None else rules.receptacles
-    n_total = int(rng.integers(lo, hi + 1))
-    extra = [t for t in sorted(layout) if t not in need]
-    rng.shuffle(extra)
-    counts = {t: 1 for t in sorted(need) + extra[: max(0, n_total - len(need))]}
+  if rules.receptacles is None:
+    counts = target.layout
   else:
-    counts = layout
+    counts = _small_room_counts(rng, target, rules)
   recs = [
     (receptacle_id(t, k + 1), t)
     for t in sorted(counts)
     for k in range(counts[t])
   ]
-  rtypes = sorted(counts)
-  placements = []
-
-  def place(otype: str, n: int, allowed) -> None:
-    spots = [r for r, t in recs if allowed(t)]
-    if not spots:
-      raise _Retry()
-    base = sum(1 for _, t, _ in placements if t == otype)
-    for k in range(n):
-      placements.append(
-        (object_id(otype, base + k + 1), otype, _choose(rng, spots))
-      )
-
-  lo_hi = (
-    ((2, 3) if small else (2, 4))
-    if task_type == "pick_two_obj_and_place"
-    else ((1, 2) if small else (1, 3))
-  )
-  place(obj, int(rng.integers(lo_hi[0], lo_hi[1] + 1)), source_ok)
-  lamp_types = (
-    [toggle]
-    if toggle
-    else [
-      lamp
-      for lamp in ROOM_LAMPS[room]
-      if any(h in rtypes for h in LAMP_HOLDERS[lamp])
-    ][:1]
-  )
-  for lamp in lamp_types:
-    place(lamp, 1, lambda t, lamp=lamp: holder_ok(lamp, t))
-  pool = [
-    o
-    for o in sorted(ROOM_OBJECTS[room])
-    if o != obj and any(can_contain(t, o) for t in rtypes)
-  ]
-  rng.shuffle(pool)
-  if rules is not None:
-    n_distract = int(
-      rng.integers(rules.distractor_types[0], rules.distractor_types[1] + 1)
-    )
-  else:
-    n_distract = int(rng.integers(1, 4)) if small else int(rng.integers(6, 13))
-  for o in pool[:n_distract]:
-    # A distractor never completes the goal by itself (it is not of the target
-    # type).
-    place(
-      o,
-      int(rng.integers(1, 3 if small else 4)),
-      lambda t, o=o: can_contain(t, o),
-    )
+  placements = _place_targets_and_lamp(rng, target, recs, rules)
+  _place_distractors(rng, target, recs, rules, placements)
   return assemble_game(
     task_type,
-    obj,
-    parent,
-    toggle,
+    target.obj,
+    target.parent,
+    target.toggle,
     template_index,
     recs,
     placements,
-    room,
-    scene,
+    target.room,
+    target.scene,
   )
-
-
-class _Retry(Exception):
-  pass
 
 
 def validate_game(game: Game) -> list[str]:
@@ -396,126 +473,3 @@ def generate_valid_game(
     f"no valid {task_type} game for split={split} index={index} seed={seed}"
     f" level={level} room={room} scene={scene}"
   )
-
-
-def check_task_types(task_types) -> tuple[str, ...] | None:
-  """``None`` (all six ALFWorld task types) or a non-empty tuple of known names,
-  else ValueError."""
-  if task_types is None:
-    return None
-  names = tuple(task_types)
-  unknown = [t for t in names if t not in TASK_TYPE_NAMES]
-  if not names or unknown or len(set(names)) != len(names):
-    raise ValueError(
-      f"task_types {names!r}: need distinct names from {TASK_TYPE_NAMES}"
-    )
-  return names
-
-
-def split_task_types(
-  split: str,
-  num_games: int,
-  seed: int,
-  task_types: tuple[str, ...] | None = None,
-) -> list[str]:
-  """Task type of each game: exact ALFWorld proportions (largest remainder) in a
-  seeded order.
-
-  With ``task_types``, only those types are drawn, in their ALFWorld proportions
-  among themselves (``None``: all six, the ALFWorld mix).
-  """
-  keep = check_task_types(task_types)
-  quotas = np.asarray(
-    [
-      q if keep is None or t in keep else 0
-      for t, q in zip(TASK_TYPE_NAMES, SPLIT_QUOTAS[split], strict=True)
-    ],
-    dtype=np.float64,
-  )
-  exact = quotas / quotas.sum() * num_games
-  counts = np.floor(exact).astype(int)
-  order = sorted(range(len(counts)), key=lambda i: (-(exact[i] - counts[i]), i))
-  for i in order[: num_games - int(counts.sum())]:
-    counts[i] += 1
-  types = [
-    t
-    for t, c in zip(TASK_TYPE_NAMES, counts, strict=True)
-    for _ in range(int(c))
-  ]
-  perm = np.random.default_rng([seed, _SPLIT_CODE[split], 0x7A5C]).permutation(
-    len(types)
-  )
-  return [types[int(i)] for i in perm]
-
-
-def _leveled_types(split, num_games, seed, task_types, levels):
-  """(task type, level) of each game of a split drawn from ``levels``."""
-  levels = [check_level(level) for level in levels]
-  if not levels:
-    raise ValueError("levels must name at least one level")
-  allowed = {t for level in levels for t in LEVELS[level].task_types}
-  keep = check_task_types(task_types)
-  names = tuple(
-    t for t in TASK_TYPE_NAMES if t in allowed and (keep is None or t in keep)
-  )
-  if not names:
-    raise ValueError(
-      f"levels {levels} have none of the task types {task_types!r}"
-    )
-  types = split_task_types(split, num_games, seed, names)
-  out = []
-  for i, task_type in enumerate(types):
-    order = levels[i % len(levels) :] + levels[: i % len(levels)]
-    out.append(next(lv for lv in order if task_type in LEVELS[lv].task_types))
-  return types, out
-
-
-def generate_split(
-  split: str,
-  num_games: int | None = None,
-  seed: int = 0,
-  data_dir: str | None = None,
-  room_size: str = "full",
-  task_types: tuple[str, ...] | None = None,
-  levels: Sequence[int] | None = None,
-) -> list[Game]:
-  """Generate ``num_games`` games of a split (defaults: valid_seen 140,
-  valid_unseen 134).
-
-  ``split`` in {"train", "valid_seen", "valid_unseen"}; ``room_size`` in
-  {"small" (3-6 receptacles, few objects), "full" (ALFRED-like counts)}.
-  Per-task-type counts follow ALFWorld's split proportions. With ``data_dir``
-  the games are also written as ALFWorld folders (``write_game``).
-  ``task_types`` restricts the draw to those types (``split_task_types``).
-  ``levels`` (keys of LEVELS; overrides ``room_size``): game i has level
-  ``levels[i % len(levels)]``, raised to the first later listed level that has
-  its task type; task types are drawn among the listed levels' types (and
-  ``task_types``, if given). Deterministic in all arguments.
-  """
-  if split not in SPLITS:
-    raise ValueError(f"split {split!r} is not one of {SPLITS}")
-  if room_size not in ROOM_SIZES:
-    raise ValueError(f"room_size {room_size!r} is not one of {ROOM_SIZES}")
-  if num_games is None:
-    if split not in DEFAULT_SPLIT_SIZES:
-      raise ValueError("num_games is required for the train split")
-    num_games = DEFAULT_SPLIT_SIZES[split]
-  if num_games < 0:
-    raise ValueError(f"num_games must be >= 0, got {num_games}")
-  if levels is None:
-    types = split_task_types(split, num_games, seed, task_types)
-    game_levels = [None] * len(types)
-  else:
-    types, game_levels = _leveled_types(
-      split, num_games, seed, task_types, levels
-    )
-  games = [
-    generate_valid_game(split, i, seed, t, room_size, level)
-    for i, (t, level) in enumerate(zip(types, game_levels, strict=True))
-  ]
-  if data_dir is not None:
-    from rla_jax.envs.alfworld.pddl_io import write_game
-
-    for g in games:
-      write_game(g, data_dir, split)
-  return games
