@@ -10,6 +10,7 @@ import pytest
 
 from rla_jax.envs.coding import offline_family as fam
 from rla_jax.envs.coding import sandbox as sb
+from rla_jax.envs.coding.sandbox_outcomes import OK, TIMEOUT
 from rla_jax.envs.coding.tasks import Task
 
 # Independently written solutions (not the
@@ -159,12 +160,12 @@ def test_independent_solutions_pass_and_naive_level4_times_out(tmp_path):
 
   expected = [t[1] for key in tasks for t in tasks[key].tests]
   for key, out, exp in zip(owners, outs[:-1], expected, strict=True):
-    assert out.status == sb.OK and outputs_match(out.stdout, exp), (
+    assert out.status == OK and outputs_match(out.stdout, exp), (
       key,
       out,
       exp,
     )
-  assert outs[-1].status == sb.TIMEOUT  # level 4 needs the linear algorithm
+  assert outs[-1].status == TIMEOUT  # level 4 needs the linear algorithm
 
 
 def test_propose_variant_moves_level_then_size():

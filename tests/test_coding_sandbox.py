@@ -11,6 +11,15 @@ import uuid
 import pytest
 
 from rla_jax.envs.coding import sandbox as sb
+from rla_jax.envs.coding.sandbox_outcomes import (
+  INVALID_PROGRAM,
+  MEMORY_LIMIT,
+  OK,
+  OUTPUT_LIMIT,
+  RUNTIME_ERROR,
+  SANDBOX_ERROR,
+  TIMEOUT,
+)
 
 TIME_LIMIT = 1.0
 SECRET = "rla-secret-" + uuid.uuid4().hex
@@ -206,38 +215,38 @@ def _hostile_suite(ex, tmp_path, monkeypatch):
 
 def _check_common(results, outside, victim, received, ex):
   for name, out in results.items():
-    assert out.status != sb.SANDBOX_ERROR, (name, out)
+    assert out.status != SANDBOX_ERROR, (name, out)
     assert out.wall_s <= TIME_LIMIT + 1.0, (
       name,
       out.wall_s,
     )  # ended within its limit (+ kill latency)
-  assert results["infinite_loop"].status == sb.TIMEOUT
-  assert results["sleeps_forever"].status == sb.TIMEOUT
-  assert results["fork_bomb"].status in (sb.TIMEOUT, sb.RUNTIME_ERROR)
-  assert results["memory_bomb"].status == sb.MEMORY_LIMIT
+  assert results["infinite_loop"].status == TIMEOUT
+  assert results["sleeps_forever"].status == TIMEOUT
+  assert results["fork_bomb"].status in (TIMEOUT, RUNTIME_ERROR)
+  assert results["memory_bomb"].status == MEMORY_LIMIT
   # Page-faulting 1 GiB can take longer than the time
   # limit on a slow machine: either limit may fire.
-  assert results["memory_growth"].status in (sb.MEMORY_LIMIT, sb.TIMEOUT)
-  assert results["huge_output"].status == sb.OUTPUT_LIMIT
+  assert results["memory_growth"].status in (MEMORY_LIMIT, TIMEOUT)
+  assert results["huge_output"].status == OUTPUT_LIMIT
   assert len(results["huge_output"].stdout.encode()) <= ex.limits.output_bytes
-  assert results["default_recursion"].status == sb.RUNTIME_ERROR
+  assert results["default_recursion"].status == RUNTIME_ERROR
   assert "RecursionError" in results["default_recursion"].stderr_tail
   # Python 3.11 keeps Python frames off the C stack: a
   # raised recursion limit ends in whichever limit is hit.
   assert results["deep_recursion"].status in (
-    sb.RUNTIME_ERROR,
-    sb.MEMORY_LIMIT,
-    sb.TIMEOUT,
+    RUNTIME_ERROR,
+    MEMORY_LIMIT,
+    TIMEOUT,
   )
   assert (
-    results["ignores_stdin"].status == sb.OK
+    results["ignores_stdin"].status == OK
     and results["ignores_stdin"].stdout.strip() == "42"
   )
   assert results["read_env"].stdout.startswith("clean"), results["read_env"]
   assert results["network"].stdout.startswith("blocked"), results["network"]
   assert received == []
   assert (
-    results["kill_parent"].status == sb.OK
+    results["kill_parent"].status == OK
     and "still here" in results["kill_parent"].stdout
   )
   words = results["write_outside"].stdout.split()
@@ -298,7 +307,7 @@ def test_process_limit_really_holds(mode, executor, fallback_executor):
   out = ex.execute([(FORK_COUNTER, "")], time_limit_s=3.0)[0]
   if not ex.last_isolation.get("nproc_limit"):
     pytest.skip(f"no process limit available in this mode: {ex.last_isolation}")
-  assert out.status == sb.OK, out
+  assert out.status == OK, out
   assert int(out.stdout) < ex.limits.max_processes
   # The sleeping children were killed when the test
   # ended: no process of a sandbox uid survives.
@@ -341,9 +350,9 @@ def test_results_matrix_and_invalid_programs(executor):
     [False, False],
     [False, False],
   ]
-  assert res.status[1].tolist() == [sb.INVALID_PROGRAM] * 2
-  assert res.status[2].tolist() == [sb.RUNTIME_ERROR] * 2  # int("1 2") raises
-  assert res.status[3].tolist() == [sb.RUNTIME_ERROR] * 2
+  assert res.status[1].tolist() == [INVALID_PROGRAM] * 2
+  assert res.status[2].tolist() == [RUNTIME_ERROR] * 2  # int("1 2") raises
+  assert res.status[3].tolist() == [RUNTIME_ERROR] * 2
   assert res.pass_all().tolist() == [True, False, False, False, False]
 
 

@@ -45,12 +45,8 @@ from rla_jax.envs.coding.rewards import (
   gt_code_mask,
   unit_test_rewards,
 )
-from rla_jax.envs.coding.sandbox import (
-  ExecutionOutcome,
-  ResultMatrix,
-  SandboxExecutor,
-  SandboxLimits,
-)
+from rla_jax.envs.coding.sandbox import SandboxExecutor, SandboxLimits
+from rla_jax.envs.coding.sandbox_outcomes import ExecutionOutcome, ResultMatrix
 from rla_jax.envs.coding.tasks import (
   MAX_TESTS_PER_TASK,
   Task,

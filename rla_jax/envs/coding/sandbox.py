@@ -29,48 +29,38 @@ Modes (``SandboxExecutor.isolation_report()`` says which one a platform got):
 Known limits: no seccomp; CPU time of a test is bounded by RLIMIT_CPU and the
 wall limit, not shared fairly; the non-root user-namespace path was not
 exercised on the development machine (it runs as root).
+
+This module holds the public API (``SandboxLimits``, ``SandboxExecutor``). The
+statuses and result types are in ``sandbox_outcomes``, the host's side of one
+launcher run in ``sandbox_launch``, the dedicated uids in ``sandbox_uids``; the
+launcher is ``sandbox_launcher`` with ``sandbox_isolation``,
+``sandbox_test_loop`` and ``sandbox_test_child``.
 """
 
 from __future__ import annotations
 
-import ast
 import concurrent.futures
 import dataclasses
-import fcntl
-import marshal
-import math
 import os
-import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import threading
 from collections.abc import Sequence
 
 import numpy as np
 
+from rla_jax.envs.coding.sandbox_launch import run_launcher
+from rla_jax.envs.coding.sandbox_outcomes import (
+  INVALID_PROGRAM,
+  OK,
+  PASSED,
+  WRONG_ANSWER,
+  ExecutionOutcome,
+  ResultMatrix,
+)
+from rla_jax.envs.coding.sandbox_uids import (
+  DedicatedUidPool,
+  uid_map_covers_pool,
+)
 from rla_jax.envs.coding.tasks import outputs_match
-
-LAUNCHER_PATH = os.path.join(
-  os.path.dirname(os.path.abspath(__file__)), "sandbox_launcher.py"
-)
-
-# Outcome statuses.
-OK = (
-  "ok"  # exited 0 (lower-level call; run() turns it into passed / wrong_answer)
-)
-PASSED = "passed"
-WRONG_ANSWER = "wrong_answer"
-RUNTIME_ERROR = "runtime_error"
-TIMEOUT = "timeout"
-MEMORY_LIMIT = "memory_limit"
-OUTPUT_LIMIT = "output_limit"
-INVALID_PROGRAM = (
-  "invalid_program"  # no code could be extracted; never executed
-)
-# the launcher itself failed (a bug or an unsupported platform)
-SANDBOX_ERROR = "sandbox_error"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,115 +90,6 @@ class SandboxLimits:
   )
 
 
-@dataclasses.dataclass(frozen=True)
-class ExecutionOutcome:
-  """Result of running one program on one stdin."""
-
-  status: str
-  stdout: str = ""
-  stderr_tail: str = ""
-  exit_code: int | None = None
-  signal: int | None = None
-  wall_s: float = 0.0
-  cpu_s: float = 0.0
-
-
-@dataclasses.dataclass(frozen=True)
-class ResultMatrix:
-  """Execution results of P programs on T tests.
-
-  passed: bool [P, T]; status: str [P, T] (one of the status constants).
-  """
-
-  passed: np.ndarray
-  status: np.ndarray
-
-  @property
-  def shape(self) -> tuple[int, int]:
-    return self.passed.shape
-
-  def pass_all(self) -> np.ndarray:
-    """bool [P]: program passes every test (False when T == 0)."""
-    return self.passed.all(axis=1) & (self.passed.shape[1] > 0)
-
-
-class _UidPool:
-  """Dedicated uids for concurrent launchers, exclusive across processes via
-  flock."""
-
-  def __init__(self, base: int, lock_dir: str):
-    self._base = base
-    self._lock_dir = lock_dir
-    self._lock = threading.Lock()
-    os.makedirs(lock_dir, mode=0o700, exist_ok=True)
-
-  def acquire(self) -> tuple[int, int]:
-    with self._lock:
-      for uid in range(self._base, self._base + 4096):
-        fd = os.open(
-          os.path.join(self._lock_dir, f"{uid}.lock"),
-          os.O_RDWR | os.O_CREAT,
-          0o600,
-        )
-        try:
-          fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-          return uid, fd
-        except BlockingIOError:
-          os.close(fd)
-    raise RuntimeError(
-      f"no free sandbox uid in [{self._base}, {self._base + 4096})"
-    )
-
-  @staticmethod
-  def release(fd: int) -> None:
-    fcntl.flock(fd, fcntl.LOCK_UN)
-    os.close(fd)
-
-
-def _kill_uid_processes(uid: int, rounds: int = 50) -> None:
-  """SIGKILL every process owned by ``uid`` (root only; used after a launcher
-  was killed)."""
-  for _ in range(rounds):
-    found = False
-    for name in os.listdir("/proc"):
-      if not name.isdigit():
-        continue
-      try:
-        if os.stat(f"/proc/{name}").st_uid == uid:
-          found = True
-          os.kill(int(name), signal.SIGKILL)
-      except OSError:
-        continue
-    if not found:
-      return
-
-
-def _uid_map_allows(uid: int) -> bool:
-  try:
-    with open("/proc/self/uid_map") as f:
-      for line in f:
-        inside, _, count = (int(x) for x in line.split())
-        if inside <= uid and uid + 4096 <= inside + count:
-          return True
-  except OSError:
-    return False
-  return False
-
-
-def _read_capped(path: str, cap: int, tail: bool = False) -> tuple[str, int]:
-  """Read at most ``cap`` bytes (head, or tail) of a file; returns (text, full
-  size)."""
-  try:
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
-      if tail and size > cap:
-        f.seek(size - cap)
-      data = f.read(cap)
-  except OSError:
-    return "", 0
-  return data.decode("utf-8", errors="replace"), size
-
-
 class SandboxExecutor:
   """Runs untrusted programs on stdin tests, many at a time. Use as a context
   manager."""
@@ -229,9 +110,11 @@ class SandboxExecutor:
     )
     self._uids = None
     if (
-      limits.drop_uid and os.geteuid() == 0 and _uid_map_allows(limits.uid_base)
+      limits.drop_uid
+      and os.geteuid() == 0
+      and uid_map_covers_pool(limits.uid_base)
     ):
-      self._uids = _UidPool(
+      self._uids = DedicatedUidPool(
         limits.uid_base, os.path.join(self._tmp_root, "rla_jax_sandbox_uids")
       )
     self.last_isolation: dict | None = None
@@ -317,146 +200,12 @@ class SandboxExecutor:
     return dict(self.last_isolation or {})
 
   # -- one launcher ------------------------------------------------------------
-  def _launcher_env(self, workdir: str) -> dict[str, str]:
-    return {
-      "PATH": "/usr/bin:/bin",
-      "LANG": "C.UTF-8",
-      "LC_ALL": "C.UTF-8",
-      "PYTHONHASHSEED": "0",
-      "PYTHONIOENCODING": "utf-8",
-      "HOME": workdir,
-      "TMPDIR": workdir,
-      "OMP_NUM_THREADS": "1",
-    }
-
   def _run_one_launcher(
     self, program: str, stdins: list[str], time_limit_s: float
   ) -> list[ExecutionOutcome]:
-    lim = self.limits
-    run_dir = tempfile.mkdtemp(prefix="rla_sbx_", dir=self._tmp_root)
-    uid, uid_fd = self._uids.acquire() if self._uids else (None, None)
-    try:
-      os.chmod(run_dir, 0o711)
-      workdir = os.path.join(run_dir, "work")
-      os.mkdir(workdir, 0o700)
-      prog_path = os.path.join(run_dir, "main.py")
-      with open(prog_path, "w", encoding="utf-8", errors="surrogatepass") as f:
-        f.write(program)
-      inputs, outputs, errors = [], [], []
-      for i, text in enumerate(stdins):
-        path = os.path.join(run_dir, f"in_{i}")
-        with open(path, "w", encoding="utf-8", errors="surrogatepass") as f:
-          f.write(text)
-        inputs.append(path)
-        outputs.append(os.path.join(run_dir, f"out_{i}"))
-        errors.append(os.path.join(run_dir, f"err_{i}"))
-      cfg = {
-        "program_path": prog_path,
-        "inputs": inputs,
-        "outputs": outputs,
-        "errors": errors,
-        "status_path": os.path.join(run_dir, "status"),
-        "workdir": workdir,
-        "uid": uid,
-        "use_namespaces": lim.use_namespaces,
-        "tmpfs_bytes": lim.tmpfs_bytes,
-        "limits": {
-          "cpu_s": math.ceil(time_limit_s) + 1,
-          "wall_s": time_limit_s,
-          "memory_bytes": lim.memory_bytes,
-          "output_bytes": lim.output_bytes,
-          "max_open_files": lim.max_open_files,
-          "max_processes": lim.max_processes,
-          "stack_bytes": lim.stack_bytes,
-        },
-      }
-      cfg_path = os.path.join(run_dir, "config.marshal")
-      with open(cfg_path, "wb") as f:
-        marshal.dump(cfg, f)
-      with open(os.path.join(run_dir, "launcher_stderr"), "wb") as err_file:
-        proc = subprocess.Popen(
-          [sys.executable, "-I", "-S", "-B", LAUNCHER_PATH, cfg_path],
-          cwd=run_dir,
-          env=self._launcher_env(workdir),
-          stdin=subprocess.DEVNULL,
-          stdout=subprocess.DEVNULL,
-          stderr=err_file,
-          start_new_session=True,
-        )
-        budget = len(stdins) * (time_limit_s + 0.5) + lim.launcher_slack_s
-        try:
-          proc.wait(timeout=budget)
-        except subprocess.TimeoutExpired:
-          try:
-            os.killpg(proc.pid, signal.SIGKILL)
-          except ProcessLookupError:
-            pass
-          proc.wait()
-          if uid is not None:
-            _kill_uid_processes(uid)
-      return self._collect(run_dir, cfg, len(stdins))
-    finally:
-      if uid_fd is not None:
-        _UidPool.release(uid_fd)
-      shutil.rmtree(run_dir, ignore_errors=True)
-
-  def _collect(self, run_dir: str, cfg: dict, n: int) -> list[ExecutionOutcome]:
-    records: dict[int, dict] = {}
-    fatal = None
-    try:
-      with open(cfg["status_path"]) as f:
-        for line in f:
-          rec = ast.literal_eval(line)
-          if "isolation" in rec:
-            self.last_isolation = rec["isolation"]
-          elif "fatal" in rec:
-            fatal = rec["fatal"]
-          else:
-            records[rec["i"]] = rec
-    except (OSError, ValueError, SyntaxError):
-      pass
-    cap = self.limits.output_bytes
-    out = []
-    for i in range(n):
-      rec = records.get(i)
-      if rec is None:
-        detail = (
-          fatal
-          or _read_capped(
-            os.path.join(run_dir, "launcher_stderr"), 4096, tail=True
-          )[0]
-        )
-        out.append(
-          ExecutionOutcome(
-            TIMEOUT if fatal is None and not detail else SANDBOX_ERROR,
-            stderr_tail=detail[-4096:],
-          )
-        )
-        continue
-      stdout, out_size = _read_capped(cfg["outputs"][i], cap)
-      stderr_tail, _ = _read_capped(cfg["errors"][i], 4096, tail=True)
-      sig, code = rec["signal"], rec["exit"]
-      if rec["timeout"] or sig in (signal.SIGXCPU, signal.SIGKILL):
-        status = TIMEOUT
-      elif sig == signal.SIGXFSZ or out_size >= cap:
-        status = OUTPUT_LIMIT
-      elif code == 0:
-        status = OK
-      elif code == 121:
-        status = SANDBOX_ERROR
-      elif "MemoryError" in stderr_tail:
-        status = MEMORY_LIMIT
-      else:
-        status = RUNTIME_ERROR
-      out.append(
-        ExecutionOutcome(
-          status,
-          stdout=stdout,
-          stderr_tail=stderr_tail,
-          exit_code=code,
-          signal=sig,
-          wall_s=rec["wall_s"],
-          cpu_s=rec["cpu_s"],
-        )
-      )
-    return out
+    outcomes, isolation = run_launcher(
+      program, stdins, time_limit_s, self.limits, self._tmp_root, self._uids
+    )
+    if isolation is not None:
+      self.last_isolation = isolation
+    return outcomes
