@@ -24,7 +24,7 @@ from rla_jax.envs.gui.tasks import (
 )
 from rla_jax.errors import ConfigError
 from rla_jax.rl import gui_prompts
-from rla_jax.rl.gui_loop import critic_summary
+from rla_jax.rl.gui_adaptation import critic_summary
 from rla_jax.rl.gui_rollout import GuiEpisode
 from rla_jax.rl.loops import make_loop
 

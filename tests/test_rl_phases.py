@@ -1,10 +1,12 @@
 """The shared phases of an RL step (rla_jax.rl.phases) on a small TaskPool."""
 
+import numpy as np
 import pytest
 
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.phases import (
   Resolution,
+  StepJudgements,
   StepRollouts,
   TaskGroup,
   adapt_tasks,
@@ -53,6 +55,8 @@ def test_resolve_accepts_rejects_and_deletes_rejected_tasks():
   assert res.num_accepted == 1
   assert [res.is_used(g) for g in groups] == [True, True, False]
   assert rolled.used_indices(res) == [0, 1]
+  # per rollout of the flat batch: both groups' 2 rollouts, not the third's
+  assert rolled.used_rollouts(res) == [True] * 4 + [False] * 2
   assert rolled.active_indices() == [0]
   assert "g2-easy" not in registry and "g0-hard" in registry
   assert pool.active_tasks() == [("0", "g0-hard"), ("1", "g1"), ("2", "g2")]
@@ -105,3 +109,21 @@ def test_adapt_tasks_skips_a_variant_already_in_the_registry():
     low_inclusive=True,
   )
   assert n == 0 and pool.pending == {}
+
+
+def test_step_judgements_of_a_judge_and_unjudged():
+  class Judged:
+    scores = np.array([[[1.0, -1.0]]])
+    mask = np.array([[True]])
+
+  judged = Judged()
+  record = StepJudgements.of(judged)
+  assert record.judgements is judged
+  assert record.scores is judged.scores and record.mask is judged.mask
+  # episodes of 2, 0 and 3 steps, padded to 3; one all-zero vote per step
+  none = StepJudgements.unjudged([2, 0, 3])
+  assert none.judgements is None
+  np.testing.assert_array_equal(
+    none.mask, [[True, True, False], [False] * 3, [True] * 3]
+  )
+  assert none.scores.shape == (3, 3, 1) and not none.scores.any()

@@ -22,7 +22,6 @@ phases in the order the code runs them (`rla_jax.rl.phases`):
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import numpy as np
@@ -34,7 +33,6 @@ from rla_jax.rl.alfworld_evaluation import AlfWorldEvaluation
 from rla_jax.rl.alfworld_metrics import step_metrics
 from rla_jax.rl.alfworld_rollout import (
   Episode,
-  Judgements,
   SamplingParams,
   judge_episodes,
   rollout_episodes,
@@ -49,6 +47,7 @@ from rla_jax.rl.judge_votes import draw_step_columns, judged_steps
 from rla_jax.rl.loop_common import LoopBase, uses_given_models
 from rla_jax.rl.phases import (
   Resolution,
+  StepJudgements,
   StepRollouts,
   StepSamples,
   adapt_tasks,
@@ -58,24 +57,11 @@ from rla_jax.rl.phases import (
   timed,
   timing_metrics,
 )
-from rla_jax.rl.rewards import step_mask_from_lengths
 from rla_jax.rl.seeds import derive_seed
 from rla_jax.rl.start_evaluation import check_start_record_settings
 from rla_jax.rl.training_data import STEP_SIGNALS, RewardConfig, task_samples
 from rla_jax.warmstart import settings as warmstart_settings
 from rla_jax.warmstart.directory import WarmStart, load_warm_start_dir
-
-
-@dataclasses.dataclass(frozen=True)
-class StepJudgements:
-  """Phase 4's record: the judgements of the step's episodes (None when
-  nothing reads them) and what the rewards read: scores [E, K, m] in
-  {+1, -1, 0} (all 0, m = 1, when not judged) and mask [E, K] of real
-  steps, for E episodes padded to K steps."""
-
-  judgements: Judgements | None
-  scores: np.ndarray
-  mask: np.ndarray
 
 
 class AlfworldLoop(AlfWorldEvaluation, LoopBase):
@@ -355,22 +341,19 @@ class AlfworldLoop(AlfWorldEvaluation, LoopBase):
       need_judge = (
         c.reward.use_judge_signal or c.reward.train_rm or c.adaptation.enabled
       )
-      used = [
-        resolution.is_used(g)
-        for g, rows in zip(rolled.groups, rolled.rows, strict=True)
-        for _ in rows
-      ]
       judged = (
         self._judge(
-          episodes, derive_seed(c.seed, step, 2), include=used, chosen=chosen
+          episodes,
+          derive_seed(c.seed, step, 2),
+          include=rolled.used_rollouts(resolution),
+          chosen=chosen,
         )
         if need_judge
         else None
       )
     if judged is not None:
-      return StepJudgements(judged, judged.scores, judged.mask)
-    mask = step_mask_from_lengths([e.num_steps for e in episodes])
-    return StepJudgements(None, np.zeros((*mask.shape, 1)), mask)
+      return StepJudgements.of(judged)
+    return StepJudgements.unjudged([e.num_steps for e in episodes])
 
   def _expert_step_signal(
     self, episodes, timings, chosen=None

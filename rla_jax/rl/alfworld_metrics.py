@@ -12,8 +12,12 @@ from rla_jax.rl.phases import adaptation_metrics
 
 if TYPE_CHECKING:
   from rla_jax.rl.adaptation import TaskPool
-  from rla_jax.rl.alfworld_loop import StepJudgements
-  from rla_jax.rl.phases import Resolution, StepRollouts, StepSamples
+  from rla_jax.rl.phases import (
+    Resolution,
+    StepJudgements,
+    StepRollouts,
+    StepSamples,
+  )
 
 
 def step_metrics(

@@ -22,7 +22,7 @@ phases in the order the code runs them (`rla_jax.rl.phases`):
      acc < low -> easier, as the coding reference), by the offline family's
      rule (`propose_variant`) or an LLM env model prompted with per-test
      pass rates and generated tests (reference section 6.3).
-  7. Step metrics.
+  7. Step metrics (`rla_jax.rl.coding_metrics`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from rla_jax.envs.coding import (
   Task,
   accuracy,
   code_rewards,
-  coding_metrics,
   extract_code,
   gt_code_mask,
   offline_family,
@@ -59,6 +58,7 @@ from rla_jax.rl.coding_env_model import (
   ProposalRequest,
 )
 from rla_jax.rl.coding_evaluation import CodingEvaluation
+from rla_jax.rl.coding_metrics import step_metrics
 from rla_jax.rl.coding_rollout import (
   Execution,
   Response,
@@ -74,7 +74,6 @@ from rla_jax.rl.phases import (
   StepRollouts,
   StepSamples,
   adapt_tasks,
-  adaptation_metrics,
   draw_task_groups,
   group_rows,
   resolve_candidates,
@@ -325,7 +324,16 @@ class CodingLoop(CodingEvaluation, LoopBase):
     if self.llm_env_model is not None:
       self.llm_env_model.reset_counts()
     proposed = self._adapt(played, rolled, resolution, step)
-    metrics.update(self._step_metrics(played, rolled, samples, proposed))
+    metrics.update(
+      step_metrics(
+        played,
+        rolled,
+        samples,
+        self.pool,
+        proposed,
+        self._proposal_prompt_counts(),
+      )
+    )
     metrics.update(timing_metrics(t))
     return metrics
 
@@ -390,38 +398,6 @@ class CodingLoop(CodingEvaluation, LoopBase):
       variant_id=lambda task: task.task_id,
       low_inclusive=False,
     )
-
-  def _step_metrics(self, played, rolled, samples, proposed: int) -> dict:
-    """Phase 8: Code / UT / Detect and rollout metrics over the active
-    tasks, sample counts and the task pool's counters."""
-    active = [played[i] for i in rolled.active_indices()]
-    m = coding_metrics(
-      [r.execution.gt_pass for r in active],
-      [r.execution.gen_pass for r in active],
-      [r.execution.valid_tests for r in active],
-    )
-    metrics = {f"train/{k}": v for k, v in m.items()}
-    metrics.update(
-      {
-        "train/rollout_accuracy": float(
-          np.mean([rolled.accuracies[i] for i in rolled.active_indices()])
-        ),
-        "train/policy_samples": len(samples.policy),
-        "train/rm_samples": len(samples.reward),
-        "train/valid_program_rate": float(
-          np.mean([p is not None for r in active for p in r.programs])
-        ),
-        "train/valid_test_rate": float(
-          np.mean([u is not None for r in active for u in r.tests] or [0.0])
-        ),
-        **adaptation_metrics(self.pool, proposed),
-        **{
-          f"env/proposal_prompts_{k}": v
-          for k, v in self._proposal_prompt_counts().items()
-        },
-      }
-    )
-    return metrics
 
   def _proposal_prompt_counts(self) -> dict[str, int]:
     """The LLM env model's prompt counts this step (0 without one)."""

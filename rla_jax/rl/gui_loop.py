@@ -14,17 +14,18 @@ phases in the order the code runs them (`rla_jax.rl.phases`):
      standardisation for the policy, consistency feedback R * S for the
      judge (`training_data.task_samples`), each sample with its images.
   6. Train the policy and the judge.
-  7. Adapt: tasks outside the band get a harder / easier rewrite within
-     their family (`envs.gui.tasks.propose_gui_variant`); each proposal's
-     critic summary (what the judge saw, which the reference leaves
-     empty) is written to critic_summaries.jsonl.
-  8. Step metrics; the first episode of the step is saved as frames with
-     its actions drawn (workdir/episodes/step_NNNN/).
+  7. Adapt (`rla_jax.rl.gui_adaptation`): tasks outside the band get a
+     harder / easier rewrite within their family
+     (`envs.gui.tasks.propose_gui_variant`); each proposal's critic summary
+     (what the judge saw, which the reference leaves empty) is written to
+     critic_summaries.jsonl.
+  8. Step metrics (`rla_jax.rl.gui_metrics`); the first episode of the step
+     is saved as frames with its actions drawn
+     (workdir/episodes/step_NNNN/).
 """
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
@@ -36,14 +37,14 @@ from rla_jax.envs.gui.tasks import (
   OSWorldTask,
   gui_task_set,
   load_osworld_examples,
-  propose_gui_variant,
-  propose_osworld_variant,
 )
 from rla_jax.errors import ConfigError
 from rla_jax.models.qwen3_vl import Qwen3VLConfig, load_qwen3_vl
 from rla_jax.models.qwen3_vl import inputs as vision_inputs
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.alfworld_rollout import SamplingParams
+from rla_jax.rl.gui_adaptation import CriticLog, adapt_gui_tasks
+from rla_jax.rl.gui_metrics import evaluation_metrics, step_metrics
 from rla_jax.rl.gui_rollout import (
   GuiEpisode,
   ScreenshotEncoder,
@@ -56,9 +57,9 @@ from rla_jax.rl.loop_common import (
   uses_given_models,
 )
 from rla_jax.rl.phases import (
+  StepJudgements,
   StepRollouts,
   StepSamples,
-  adapt_tasks,
   adaptation_metrics,
   draw_task_groups,
   group_rows,
@@ -66,33 +67,10 @@ from rla_jax.rl.phases import (
   timed,
   timing_metrics,
 )
-from rla_jax.rl.rewards import step_mask_from_lengths
 from rla_jax.rl.seeds import derive_seed
 from rla_jax.rl.training_data import RewardConfig, task_samples
 
 BACKENDS = ("miniwob", "osworld")
-
-
-def critic_summary(episodes: list[GuiEpisode], scores: np.ndarray) -> str:
-  """A task's critic feedback from its rollouts and the judge's votes
-  scores [N, K, m]: success rate, valid-action rate, the share of steps
-  judged as progress, and the steps judged worst."""
-  steps = [(n, k) for n, e in enumerate(episodes) for k in range(e.num_steps)]
-  if not steps:
-    return "no steps"
-  mean = {(n, k): float(scores[n, k].mean()) for n, k in steps}
-  worst = sorted(steps, key=lambda nk: mean[nk])[:2]
-  valid = np.mean([v for e in episodes for v in e.valid_actions])
-  lines = [
-    f"success {np.mean([e.won for e in episodes]):.2f} over "
-    f"{len(episodes)} rollouts; valid actions {valid:.2f}; steps judged "
-    f"as progress {np.mean([mean[s] > 0 for s in steps]):.2f}",
-  ]
-  for n, k in worst:
-    a = episodes[n].actions[k]
-    what = a.summary() if hasattr(a, "summary") else f"invalid: {a.reason}"
-    lines.append(f"rollout {n} step {k + 1} ({what[:60]}): {mean[n, k]:+.2f}")
-  return "\n".join(lines)
 
 
 class GuiLoop(LoopBase):
@@ -306,16 +284,14 @@ class GuiLoop(LoopBase):
       tuple(float(np.mean([episodes[r].won for r in g])) for g in rows),
     )
     resolution = resolve_candidates(self.pool, self.registry, rolled, step)
-    scores, mask, judged = self._judge_used(
-      episodes, rolled, resolution, step, t
-    )
+    judged = self._judge_used(episodes, rolled, resolution, step, t)
     samples = StepSamples()
     for i in rolled.used_indices(resolution):
       policy, reward, stats = task_samples(
         episodes,
-        scores,
-        mask,
-        judged,
+        judged.scores,
+        judged.mask,
+        judged.judgements,
         rolled.rows[i],
         self.reward_cfg,
         train_rm=c.reward.train_rm,
@@ -323,8 +299,8 @@ class GuiLoop(LoopBase):
       samples.add(policy, reward, stats)
     metrics = self.train_models(samples, step, t)
     with timed(t, "adaptation"):
-      proposed = self._adapt(episodes, scores, rolled, resolution, step)
-    metrics.update(self._step_metrics(episodes, scores, mask, judged, rolled))
+      proposed = self._adapt(episodes, judged, rolled, resolution, step)
+    metrics.update(step_metrics(episodes, judged, rolled))
     metrics.update(
       {
         "train/policy_samples": len(samples.policy),
@@ -337,18 +313,15 @@ class GuiLoop(LoopBase):
     self._save_frames(episodes[0], step)
     return metrics
 
-  def _judge_used(self, episodes, rolled, resolution, step, timings):
-    """Phase 4: (scores [E, K, m], mask [E, K], judgements or None)."""
+  def _judge_used(
+    self, episodes, rolled: StepRollouts, resolution, step, timings
+  ) -> StepJudgements:
+    """Phase 4: reward.m screenshot judgements of every step of the
+    episodes used (active tasks and accepted candidates), if the judge's
+    signal or training reads them; wall time in timings["rm_sampling"]."""
     c = self.config
-    need = c.reward.use_judge_signal or c.reward.train_rm
-    if not need:
-      mask = step_mask_from_lengths([e.num_steps for e in episodes])
-      return np.zeros((*mask.shape, 1)), mask, None
-    used = [
-      resolution.is_used(g)
-      for g, rows in zip(rolled.groups, rolled.rows, strict=True)
-      for _ in rows
-    ]
+    if not (c.reward.use_judge_signal or c.reward.train_rm):
+      return StepJudgements.unjudged([e.num_steps for e in episodes])
     with timed(timings, "rm_sampling"):
       judged = judge_gui_episodes(
         episodes,
@@ -359,56 +332,25 @@ class GuiLoop(LoopBase):
         seed=derive_seed(c.seed, step, 2),
         params=self._sampling(c.reward.judge_sampling),
         batch_size=c.reward.judge_batch,
-        include=used,
+        include=rolled.used_rollouts(resolution),
         progress=self.progress.phase,
       )
-    return judged.scores, judged.mask, judged
+    return StepJudgements.of(judged)
 
-  def _adapt(self, episodes, scores, rolled, resolution, step) -> int:
-    """Phase 7: family rewrites for the slots outside the band (acc <= low
-    -> easier, the ALFWorld/GUI rule), each with its critic summary."""
+  def _adapt(self, episodes, judged, rolled, resolution, step) -> int:
+    """Phase 7 (`gui_adaptation.adapt_gui_tasks`): how many proposed."""
     if not self.config.adaptation.enabled:
       return 0
-
-    def propose(i, direction):
-      task = self.registry[rolled.groups[i].task_id]
-      if isinstance(task, OSWorldTask):
-        variant = propose_osworld_variant(task, direction)
-      else:
-        variant = propose_gui_variant(task, direction)
-      rows = rolled.rows[i]
-      self._write_critic(
-        step,
-        task,
-        direction,
-        variant,
-        critic_summary([episodes[r] for r in rows], scores[rows]),
-      )
-      return variant
-
-    return adapt_tasks(
+    return adapt_gui_tasks(
       self.pool,
       self.registry,
+      episodes,
+      judged.scores,
       rolled,
       resolution,
-      propose,
-      variant_id=lambda task: task.task_id,
-      low_inclusive=True,
+      step,
+      CriticLog(self.workdir, self.is_primary),
     )
-
-  def _write_critic(self, step, task, direction, variant, summary) -> None:
-    if not self.is_primary:
-      return
-    record = {
-      "step": step,
-      "task": task.task_id,
-      "direction": direction,
-      "variant": None if variant is None else variant.task_id,
-      "critic_summary": summary,
-    }
-    path = os.path.join(self.workdir, "critic_summaries.jsonl")
-    with open(path, "a") as f:
-      f.write(json.dumps(record) + "\n")
 
   def _save_frames(self, episode: GuiEpisode, step: int) -> None:
     """The step's first episode as PNG frames with its actions drawn."""
@@ -419,30 +361,6 @@ class GuiLoop(LoopBase):
         os.path.join(self.workdir, "episodes", f"step_{step:04d}"),
       )
 
-  def _step_metrics(self, episodes, scores, mask, judged, rolled) -> dict:
-    """Rollout metrics over the active tasks' episodes (none when every
-    group was a candidate), and the judge's vote rates."""
-    active = [r for i in rolled.active_indices() for r in rolled.rows[i]]
-    out = (
-      {}
-      if not active
-      else {
-        "train/rollout_accuracy": float(
-          np.mean([episodes[r].won for r in active])
-        ),
-        "train/mean_episode_steps": float(
-          np.mean([episodes[r].num_steps for r in active])
-        ),
-        "train/valid_action_rate": float(
-          np.mean([v for r in active for v in episodes[r].valid_actions] or [0])
-        ),
-      }
-    )
-    if judged is not None and mask.any():
-      out["train/judge_positive_rate"] = float((scores[mask] > 0).mean())
-      out["train/judge_unparseable_rate"] = float((scores[mask] == 0).mean())
-    return out
-
   # ------------------------------------------------------------ eval
   def evaluate(self, step: int) -> dict:
     """Held-out page instances, one rollout each at the eval sampling, the
@@ -451,15 +369,7 @@ class GuiLoop(LoopBase):
     episodes = self._play(
       self.eval_tasks, derive_seed(c.eval.seed, 0), c.eval, {}, phase="eval"
     )
-    return {
-      "eval/success": float(np.mean([e.won for e in episodes])),
-      "eval/valid_action_rate": float(
-        np.mean([v for e in episodes for v in e.valid_actions] or [0])
-      ),
-      "eval/mean_episode_steps": float(
-        np.mean([e.num_steps for e in episodes])
-      ),
-    }
+    return evaluation_metrics(episodes)
 
   def run(self):
     try:

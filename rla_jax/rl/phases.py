@@ -1,4 +1,5 @@
-"""The named phases of one RL step, shared by the ALFWorld and coding loops.
+"""The named phases of one RL step, shared by the ALFWorld, coding and GUI
+loops.
 
 One RL step, in the order both loops run it:
   1. draw tasks: the active tasks to roll out and every pending candidate
@@ -8,7 +9,8 @@ One RL step, in the order both loops run it:
   3. resolve candidates: the acceptance rule on the candidates' accuracies;
      accepted candidates replace their parent task, rejected ones are
      deleted from the task registry (`resolve_candidates`, `Resolution`);
-  4. judge (ALFWorld only): reward-model judgements of the groups used;
+  4. judge: reward-model judgements of the groups used
+     (`StepJudgements`);
   5. build samples: policy and reward-model samples of the groups used
      (`StepSamples`; loop-specific);
   6. train: the policy, then the reward model (`LoopBase.train_models`);
@@ -27,6 +29,10 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rla_jax.rl.rewards import step_mask_from_lengths
 
 if TYPE_CHECKING:
   from rla_jax.rl.adaptation import TaskPool
@@ -115,6 +121,15 @@ class StepRollouts:
     """Indices of the groups used this step (active or accepted)."""
     return [i for i, g in enumerate(self.groups) if resolution.is_used(g)]
 
+  def used_rollouts(self, resolution: Resolution) -> list[bool]:
+    """[E] whether each rollout of the flat batch belongs to a group used
+    this step (the episodes the judge judges)."""
+    return [
+      resolution.is_used(g)
+      for g, rows in zip(self.groups, self.rows, strict=True)
+      for _ in rows
+    ]
+
 
 @dataclasses.dataclass(frozen=True)
 class Resolution:
@@ -164,6 +179,30 @@ def current_groups(
     ):
       current[g.slot] = i
   return current
+
+
+@dataclasses.dataclass(frozen=True)
+class StepJudgements:
+  """Phase 4's record: the judgements of the step's episodes (the loop's
+  judge output, None when nothing reads them) and what the rewards read:
+  scores [E, K, m] in {+1, -1, 0} (all 0, m = 1, when not judged) and
+  mask [E, K] of real steps, for E episodes padded to K steps."""
+
+  judgements: Any | None
+  scores: np.ndarray
+  mask: np.ndarray
+
+  @classmethod
+  def of(cls, judgements) -> StepJudgements:
+    """The record of a judge's output (anything with scores and mask)."""
+    return cls(judgements, judgements.scores, judgements.mask)
+
+  @classmethod
+  def unjudged(cls, num_steps: Sequence[int]) -> StepJudgements:
+    """No judgements: scores all 0 (m = 1) on the real steps of episodes of
+    num_steps [E] steps."""
+    mask = step_mask_from_lengths(num_steps)
+    return cls(None, np.zeros((*mask.shape, 1)), mask)
 
 
 @dataclasses.dataclass
