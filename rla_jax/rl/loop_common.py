@@ -122,8 +122,19 @@ class LoopBase:
     self, config: ml_collections.ConfigDict, workdir: str, *, log=logging.info
   ):
     self.config, self.workdir, self.log = config, workdir, log
-    c = config
-    # Bad settings fail before any model work.
+    self._check_settings()  # bad settings fail before any model work
+    self._open_workdir()  # an incompatible workdir too
+    self._load_models(self.model_dirs())
+    self.build_tasks()
+    self.metrics = MetricsWriter(workdir, is_primary=self.is_primary)
+    self.progress = RunProgress(
+      config.total_steps, self.log if self.is_primary else (lambda _: None)
+    )
+
+  def _check_settings(self) -> None:
+    """The optimizer sections and the setting's own checks
+    (`check_config`), before anything is loaded."""
+    c = self.config
     self.max_seq_len = c.rollout.max_prompt_len + c.rollout.max_new_tokens
     self.optim_configs = {
       role: OptimConfig.from_config(
@@ -136,47 +147,47 @@ class LoopBase:
     for role in ROLES:
       check_loop_optim_keys(c.optim[role], f"optim.{role}")
     self.check_config()
-    os.makedirs(workdir, exist_ok=True)
+
+  def _open_workdir(self) -> None:
+    """Creates the workdir, joins a multi-host run and opens the
+    checkpoints, refusing (before any model is loaded or compiled) a
+    workdir written with an incompatible config."""
+    os.makedirs(self.workdir, exist_ok=True)
     # Library users get multi-host startup too; after the launcher's call
     # this is a no-op.
     maybe_initialize_distributed()
     self.is_primary = jax.process_index() == 0
     self.checkpointer = LoopCheckpointer(
-      workdir, max_to_keep=config.checkpoint.keep
+      self.workdir, max_to_keep=self.config.checkpoint.keep
     )
     self.fingerprint = fingerprint(self.fingerprint_fields())
     latest = self.checkpointer.latest_step()
-    # Refuse an incompatible workdir before any model is loaded or compiled.
     self._resume_meta = (
       self.checkpointer.check_compatible(latest, self.fingerprint)
       if latest is not None
       else None
     )
-    dirs = self.model_dirs()
+
+  def _load_models(self, dirs: dict) -> None:
+    """The tokenizer, the mesh, and for each role (policy, reward) its
+    model from dirs[role + "_dir"], its Learner and its Sampler."""
+    c = self.config
     self.tokenizer = load_tokenizer(dirs["tokenizer_dir"])
     self.stop_ids = agent_text.end_of_turn_ids(self.tokenizer)
     self.pad_id = self.tokenizer.pad_token_id or 0
     self.mesh = shd.make_mesh(c.mesh.data, c.mesh.fsdp, c.mesh.tensor)
-    dtype = DTYPES[c.model.dtype]
-    param_dtype = DTYPES[c.model.param_dtype]
     self.learners, self.samplers = {}, {}
-    for role, path in (
-      ("policy", dirs["policy_dir"]),
-      ("reward", dirs["reward_dir"]),
-    ):
+    for role in ROLES:
       model = self.load_model(
-        path,
-        dtype=dtype,
-        param_dtype=param_dtype,
+        dirs[f"{role}_dir"],
+        dtype=DTYPES[c.model.dtype],
+        param_dtype=DTYPES[c.model.param_dtype],
         remat=c.model.remat,
         attention=c.model.attention,
         sharding_fn=shd.param_sharding_fn(self.mesh, shd.TRAIN_RULES),
       )
       self.learners[role] = Learner(
-        model,
-        self.optim_configs[role],
-        mesh=self.mesh,
-        pad_id=self.pad_id,
+        model, self.optim_configs[role], mesh=self.mesh, pad_id=self.pad_id
       )
       self.samplers[role] = Sampler(
         self.learners[role].model(),
@@ -192,11 +203,6 @@ class LoopBase:
         limit_key="config.rollout.max_prompt_len",
         **self.sampler_options(role),
       )
-    self.build_tasks()
-    self.metrics = MetricsWriter(workdir, is_primary=self.is_primary)
-    self.progress = RunProgress(
-      c.total_steps, self.log if self.is_primary else (lambda _: None)
-    )
 
   # ------------------------------------------------------------- hooks
   def check_config(self) -> None:

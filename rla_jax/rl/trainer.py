@@ -132,6 +132,23 @@ def learning_rate_schedule(learning_rate: float, warmup_updates: int):
   return schedule
 
 
+def clipped_adamw(cfg: OptimConfig) -> optax.GradientTransformation:
+  """The optimizer of both models: gradients clipped to global norm
+  cfg.grad_clip, then AdamW (b1, b2, eps, weight decay) at
+  cfg.learning_rate after a linear warm-up of cfg.warmup_updates updates
+  (`learning_rate_schedule`)."""
+  return optax.chain(
+    optax.clip_by_global_norm(cfg.grad_clip),
+    optax.adamw(
+      learning_rate_schedule(cfg.learning_rate, cfg.warmup_updates),
+      b1=cfg.b1,
+      b2=cfg.b2,
+      eps=cfg.eps,
+      weight_decay=cfg.weight_decay,
+    ),
+  )
+
+
 class Learner:
   """Parameters + optimizer of one model, and its jitted update."""
 
@@ -157,16 +174,7 @@ class Learner:
     self.rules = rules
     model = shd.shard_module(model, self.mesh, rules)
     self.graphdef, self.state = nnx.split(model)
-    self.tx = optax.chain(
-      optax.clip_by_global_norm(cfg.grad_clip),
-      optax.adamw(
-        learning_rate_schedule(cfg.learning_rate, cfg.warmup_updates),
-        b1=cfg.b1,
-        b2=cfg.b2,
-        eps=cfg.eps,
-        weight_decay=cfg.weight_decay,
-      ),
-    )
+    self.tx = clipped_adamw(cfg)
     state_sh = jax.tree.map(lambda x: x.sharding, self.state)
     # The reference policy: a frozen copy in buffers of its own (the
     # update donates self.state's).
@@ -178,8 +186,18 @@ class Learner:
       else None
     )
     self.reset_optimizer()
-    opt_sh = jax.tree.map(lambda x: x.sharding, self.opt_state)
     self._batch_axis = dict(rules).get("batch")
+    self._jit_update_programs(state_sh)
+    self.seq_buckets = geometric_buckets(
+      32, cfg.max_seq_len, per_octave=4, multiple=32
+    )
+
+  def _jit_update_programs(self, state_sh) -> None:
+    """The jitted pieces of one update (`train_step`), with the state's
+    shardings state_sh: accumulate a micro-batch's gradients, apply them,
+    and a zero accumulator."""
+    cfg = self.cfg
+    opt_sh = jax.tree.map(lambda x: x.sharding, self.opt_state)
     self._accumulate = jax.jit(
       functools.partial(train_step.accumulate, self.graphdef, cfg),
       donate_argnums=(2,),
@@ -202,9 +220,6 @@ class Learner:
         denom=rep,
         metric_sums={k: rep for k in METRIC_NAMES},
       ),
-    )
-    self.seq_buckets = geometric_buckets(
-      32, cfg.max_seq_len, per_octave=4, multiple=32
     )
 
   @property
