@@ -244,6 +244,10 @@ def _check_common(results, outside, victim, received, ex):
   )
   assert results["read_env"].stdout.startswith("clean"), results["read_env"]
   assert results["network"].stdout.startswith("blocked"), results["network"]
+  # blocked by the sandbox, not by a failed import of socket
+  assert "Error" in results["network"].stdout
+  assert "ImportError" not in results["network"].stdout
+  assert "ModuleNotFound" not in results["network"].stdout
   assert received == []
   assert (
     results["kill_parent"].status == OK
@@ -299,6 +303,34 @@ def test_hostile_programs_fallback_mode(
   _check_common(results, outside, victim, received, fallback_executor)
   assert fallback_executor.last_isolation["network"] == "socket-guard"
   assert results["network"].stdout.split()[1] == "PermissionError"
+
+
+@pytest.mark.parametrize("mode", ["namespaces", "fallback"])
+def test_programs_import_the_standard_library(
+  mode, executor, fallback_executor
+):
+  """Submodules of packages the launcher imported before dropping its uid
+  (collections.abc, through typing and traceback) import in the program, and
+  a raised exception ends with the program's own traceback."""
+  ex = executor if mode == "namespaces" else fallback_executor
+  imports = _prog("""
+        import collections.abc
+        import traceback
+        from typing import List
+        from collections import Counter
+        xs: List[int] = [3, 1, 3]
+        print(Counter(xs)[3], isinstance(xs, collections.abc.Sequence))
+    """)
+  raises = _prog("""
+        def f():
+            raise ValueError("boom from the program")
+        f()
+    """)
+  ok, failed = ex.execute([(imports, ""), (raises, "")], TIME_LIMIT)
+  assert (ok.status, ok.stdout, ok.stderr_tail) == (OK, "2 True\n", ""), ok
+  assert failed.status == RUNTIME_ERROR, failed
+  assert "ValueError: boom from the program" in failed.stderr_tail, failed
+  assert 'File "main.py", line 2, in f' in failed.stderr_tail, failed
 
 
 @pytest.mark.parametrize("mode", ["namespaces", "fallback"])

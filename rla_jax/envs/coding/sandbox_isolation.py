@@ -200,6 +200,7 @@ def setup_filesystem(cfg, report):
     MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
   )
   cfg["workdir"] = "/tmp/work"
+  cfg["library_view"] = (libdir, "/tmp/.pylib")
   cfg["sys_path"] = [
     "/tmp/.pylib" + p[len(libdir) :] if p.startswith(libdir) else p
     for p in sys.path

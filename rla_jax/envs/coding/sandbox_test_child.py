@@ -80,11 +80,34 @@ def _set_rlimits(cfg):
     )
 
 
+def _search_library_view(real, view):
+  """Packages the launcher imported from the real library directory `real`
+  (collections, encodings, ...) look for their submodules in its read-only
+  view `view` instead, as sys.path does: the dedicated uid may not traverse
+  `real` (e.g. /root/.pyenv), and `import collections.abc` (so typing and
+  traceback) failed there."""
+  for module in list(sys.modules.values()):
+    spec = getattr(module, "__spec__", None)
+    for where in (
+      getattr(module, "__path__", None),
+      getattr(spec, "submodule_search_locations", None),
+    ):
+      if isinstance(where, list):
+        where[:] = [
+          view + p[len(real) :] if p.startswith(real + os.sep) else p
+          for p in where
+        ]
+  sys.path_importer_cache.clear()
+
+
 def _prepare_interpreter(cfg):
-  """What the program sees of the interpreter: sys.path, HOME/TMPDIR, exit,
-  argv and std streams on fd 0/1/2."""
+  """What the program sees of the interpreter: sys.path (and the search
+  paths of packages already imported, `_search_library_view`), HOME/TMPDIR,
+  exit, argv and std streams on fd 0/1/2."""
   if cfg.get("sys_path"):
     sys.path[:] = cfg["sys_path"]
+  if cfg.get("library_view"):
+    _search_library_view(*cfg["library_view"])
   os.environ["HOME"] = os.environ["TMPDIR"] = cfg["workdir"]
   builtins.exit = builtins.quit = sys.exit
   sys.argv = ["main.py"]
