@@ -27,6 +27,7 @@ interrupted build continues where it stopped):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -36,15 +37,16 @@ import jax
 import numpy as np
 from flax import nnx
 
-from rla_jax.envs.coding import SandboxExecutor, extract_code
+from rla_jax.envs.coding import SandboxExecutor, Task, extract_code
 from rla_jax.envs.coding import parse_generated_test as parse_test
 from rla_jax.envs.coding import select_family as sf
-from rla_jax.models import Qwen, save_qwen
+from rla_jax.models import Qwen, QwenConfig, save_qwen
 from rla_jax.rl import agent_text
 from rla_jax.tokenizer import load_tokenizer
 from rla_jax.warmstart import sft
 from rla_jax.warmstart.bpe_tokenizer import train_bpe_tokenizer
 from rla_jax.warmstart.coding_data import (
+  Example,
   make_examples,
   program_example,
   test_example,
@@ -55,6 +57,7 @@ from rla_jax.warmstart.coding_settings import (
 )
 from rla_jax.warmstart.stages import (
   StageClock,
+  StageStore,
   begin_build,
   model_config,
   sft_config,
@@ -143,12 +146,16 @@ def tester_accuracy(model, tok, tasks, samples, sampling, seed, executor):
 
 
 def _tokenizer_corpus(programs, tests) -> list[str]:
+  """The BPE corpus: the first 300 prompts of each kind and every
+  answer."""
   return [e.prompt_text for e in programs[:300] + tests[:300]] + [
     e.response_text for e in programs + tests
   ]
 
 
 def _samples(tok, examples) -> list[tuple]:
+  """SFT samples of `examples`: (chat prompt ids, answer ids + the end of
+  turn)."""
   eot = agent_text.end_of_turn_ids(tok)[0]
   return [
     (
@@ -172,112 +179,233 @@ def build_coding_warm_start(
   cfg = resolve_coding_settings(settings)
   digest = coding_config_hash(cfg)
   store = begin_build(out_dir, digest, work_dir, log, "coding: ")
-  seed, clock = int(cfg["seed"]), StageClock(log)
-  train = sf.generate_select_tasks(
-    int(cfg["train_tasks"]), seed, cfg["sft_levels"]
-  )
-  seen = {t.task_id for t in train}
-  held = [
-    t
-    for t in sf.generate_select_tasks(
-      cfg["probe"]["tasks"] + cfg["eval"]["tasks"] + 64,
-      seed + 7_000_001,
-      cfg["levels"],
-    )
-    if t.task_id not in seen
-  ]
-  probe_tasks = held[: cfg["probe"]["tasks"]]
-  eval_tasks = held[cfg["probe"]["tasks"] :][: cfg["eval"]["tasks"]]
-  programs, tests = make_examples(train, seed + 1)
+  clock = StageClock(log)
+  data = make_coding_data(cfg)
   clock.lap("data")
-
-  tok_dir = os.path.join(out_dir, "tokenizer")
-  train_bpe_tokenizer(
-    _tokenizer_corpus(programs, tests), int(cfg["vocab_size"]), tok_dir
-  )
-  tok = load_tokenizer(tok_dir)
-  pad = tok.pad_token_id
+  tok = _train_tokenizer(cfg, data, os.path.join(out_dir, "tokenizer"))
   clock.lap("tokenizer")
-
   model_cfg = model_config(cfg, tok)
   executor = SandboxExecutor(max_workers=2)
-  sampling = cfg["sampling"]
+  ctx = _StageContext(cfg, digest, store, tok, executor, data.probe_tasks, log)
   try:
-
-    def probed_stage(name, init, examples, seed_offset, measure, metric):
-      """One SFT stage of cfg[name], probed on the probe tasks by
-      `measure` and stopped once `metric` reaches the stage's target."""
-      st = cfg[name]
-      return train_stage(
-        store,
-        name,
-        digest,  # every coding stage is keyed by the whole config
-        init,
-        _samples(tok, examples),
-        sft_config(st),
-        seed + seed_offset,
-        pad,
-        log,
-        probe=sft.Probe(
-          int(st["eval_every"]),
-          lambda m: measure(
-            m,
-            tok,
-            probe_tasks,
-            cfg["probe"]["samples"],
-            sampling,
-            cfg["probe"]["seed"],
-            executor,
-          ),
-          lambda r: r[metric] >= float(st["target"]),
-        ),
-        checkpoint_every=int(st["eval_every"]),
-      )
-
-    coder, coder_info = probed_stage(
-      "coder_sft",
-      lambda: Qwen(model_cfg, rngs=nnx.Rngs(seed)),
-      programs,
-      2,
-      coder_pass_rate,
-      "pass_at_1",
-    )
-    clock.lap("coder_sft")
-    tester, tester_info = probed_stage(
-      "tester_sft", lambda: coder, tests, 3, tester_accuracy, "ut_accuracy"
-    )
-    clock.lap("tester_sft")
-    ev = cfg["eval"]
-    metrics = {
-      "coder": coder_pass_rate(
-        coder, tok, eval_tasks, ev["samples"], sampling, ev["seed"], executor
-      ),
-      "coder_greedy": coder_pass_rate(
-        coder, tok, eval_tasks, 1, sampling, ev["seed"], executor, greedy=True
-      ),
-      "tester": tester_accuracy(
-        tester, tok, eval_tasks, ev["samples"], sampling, ev["seed"], executor
-      ),
-      "eval_tasks": len(eval_tasks),
-    }
-    log(f"[warmstart] coding eval: {json.dumps(metrics)}")
+    models = _train_models(ctx, model_cfg, data, clock)
+    metrics = _evaluate(ctx, models, data.eval_tasks)
     clock.lap("eval")
   finally:
     executor.close()
-  save_qwen(coder, os.path.join(out_dir, "policy"), tokenizer=tok)
-  save_qwen(tester, os.path.join(out_dir, "reward"), tokenizer=tok)
+  _save_models(models, tok, out_dir)
   clock.lap("save")
   times = clock.finish()
-  report = {
-    "config_hash": digest,
-    "timings_s": times,
-    "num_train_tasks": len(train),
-    "num_params": int(
-      sum(x.size for x in jax.tree.leaves(nnx.state(coder, nnx.Param)))
-    ),
-    "curves": {"coder_sft": coder_info, "tester_sft": tester_info},
-    **metrics,
-  }
+  report = _report(digest, times, data, models, metrics)
   write_marker(out_dir, digest, cfg, report, provenance)
   log(f"[warmstart] coding done in {times['total']:.1f}s")
   return report
+
+
+@dataclasses.dataclass(frozen=True)
+class CodingData:
+  """Stage 1's data: the SFT train tasks with their program and worked-test
+  examples, and the held-out probe and evaluation tasks."""
+
+  train_tasks: list[Task]
+  programs: list[Example]
+  tests: list[Example]
+  probe_tasks: list[Task]
+  eval_tasks: list[Task]
+
+
+def make_coding_data(cfg: dict) -> CodingData:
+  """Seeded train tasks of sft_levels and their examples; probe and eval
+  tasks of the loop's levels from another seed stream, none a train task."""
+  seed = int(cfg["seed"])
+  train = sf.generate_select_tasks(
+    int(cfg["train_tasks"]), seed, cfg["sft_levels"]
+  )
+  held = _held_out_tasks(cfg, seed, {t.task_id for t in train})
+  num_probe = cfg["probe"]["tasks"]
+  programs, tests = make_examples(train, seed + 1)
+  return CodingData(
+    train_tasks=train,
+    programs=programs,
+    tests=tests,
+    probe_tasks=held[:num_probe],
+    eval_tasks=held[num_probe:][: cfg["eval"]["tasks"]],
+  )
+
+
+def _held_out_tasks(cfg: dict, seed: int, seen: set) -> list[Task]:
+  """Tasks of the loop's levels (seed stream seed + 7_000_001) whose ids
+  are not in `seen`, enough for the probe and eval tasks."""
+  drawn = sf.generate_select_tasks(
+    cfg["probe"]["tasks"] + cfg["eval"]["tasks"] + 64,
+    seed + 7_000_001,
+    cfg["levels"],
+  )
+  return [t for t in drawn if t.task_id not in seen]
+
+
+def _train_tokenizer(cfg: dict, data: CodingData, tok_dir: str):
+  """Trains the byte-level BPE tokenizer on the examples into tok_dir and
+  loads it."""
+  train_bpe_tokenizer(
+    _tokenizer_corpus(data.programs, data.tests),
+    int(cfg["vocab_size"]),
+    tok_dir,
+  )
+  return load_tokenizer(tok_dir)
+
+
+@dataclasses.dataclass(frozen=True)
+class _StageContext:
+  """What the SFT stages and the evaluation share: the settings, their hash
+  (every stage's key), the stage store, tokenizer, sandbox, probe tasks."""
+
+  cfg: dict
+  digest: str
+  store: StageStore
+  tok: object
+  executor: SandboxExecutor
+  probe_tasks: list[Task]
+  log: Callable[[str], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class _ProbedStage:
+  """One probed SFT stage: its settings section, initial model, examples,
+  seed offset, and the measure whose `metric` stops it at its target."""
+
+  name: str
+  init: Callable[[], Qwen]
+  examples: list[Example]
+  seed_offset: int
+  measure: Callable[..., dict]
+  metric: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _TrainedModels:
+  """The coder and the unit-test generator with their stages' curves
+  (history, probes, steps_run)."""
+
+  coder: Qwen
+  coder_info: dict
+  tester: Qwen
+  tester_info: dict
+
+
+def _train_models(
+  ctx: _StageContext, model_cfg: QwenConfig, data: CodingData, clock: StageClock
+) -> _TrainedModels:
+  """Stages 3 and 4: the coder SFT'd from random init on the programs, then
+  the tester SFT'd from the coder on the worked tests."""
+  seed = int(ctx.cfg["seed"])
+  coder, coder_info = _train_probed_stage(
+    ctx,
+    _ProbedStage(
+      "coder_sft",
+      lambda: Qwen(model_cfg, rngs=nnx.Rngs(seed)),
+      data.programs,
+      2,
+      coder_pass_rate,
+      "pass_at_1",
+    ),
+  )
+  clock.lap("coder_sft")
+  tester, tester_info = _train_probed_stage(
+    ctx,
+    _ProbedStage(
+      "tester_sft", lambda: coder, data.tests, 3, tester_accuracy, "ut_accuracy"
+    ),
+  )
+  clock.lap("tester_sft")
+  return _TrainedModels(coder, coder_info, tester, tester_info)
+
+
+def _train_probed_stage(
+  ctx: _StageContext, stage: _ProbedStage
+) -> tuple[Qwen, dict]:
+  """One SFT stage of cfg[stage.name] through the store, (model, info);
+  probed every eval_every steps, stopped once its metric reaches target."""
+  st = ctx.cfg[stage.name]
+  return train_stage(
+    ctx.store,
+    stage.name,
+    ctx.digest,  # every coding stage is keyed by the whole config
+    stage.init,
+    _samples(ctx.tok, stage.examples),
+    sft_config(st),
+    int(ctx.cfg["seed"]) + stage.seed_offset,
+    ctx.tok.pad_token_id,
+    ctx.log,
+    probe=_stage_probe(ctx, stage),
+    checkpoint_every=int(st["eval_every"]),
+  )
+
+
+def _stage_probe(ctx: _StageContext, stage: _ProbedStage) -> sft.Probe:
+  """The stage's probe: stage.measure on the probe tasks every eval_every
+  steps, done once stage.metric reaches the stage's target."""
+  st = ctx.cfg[stage.name]
+  return sft.Probe(
+    int(st["eval_every"]),
+    lambda m: stage.measure(
+      m,
+      ctx.tok,
+      ctx.probe_tasks,
+      ctx.cfg["probe"]["samples"],
+      ctx.cfg["sampling"],
+      ctx.cfg["probe"]["seed"],
+      ctx.executor,
+    ),
+    lambda r: r[stage.metric] >= float(st["target"]),
+  )
+
+
+def _evaluate(ctx: _StageContext, models: _TrainedModels, eval_tasks) -> dict:
+  """Stage 5: pass@1, greedy pass@1 and UT accuracy on the eval tasks
+  (logged)."""
+  ev, sampling, tok = ctx.cfg["eval"], ctx.cfg["sampling"], ctx.tok
+  samples, seed, executor = ev["samples"], ev["seed"], ctx.executor
+  metrics = {
+    "coder": coder_pass_rate(
+      models.coder, tok, eval_tasks, samples, sampling, seed, executor
+    ),
+    "coder_greedy": coder_pass_rate(
+      models.coder, tok, eval_tasks, 1, sampling, seed, executor, greedy=True
+    ),
+    "tester": tester_accuracy(
+      models.tester, tok, eval_tasks, samples, sampling, seed, executor
+    ),
+    "eval_tasks": len(eval_tasks),
+  }
+  ctx.log(f"[warmstart] coding eval: {json.dumps(metrics)}")
+  return metrics
+
+
+def _save_models(models: _TrainedModels, tok, out_dir: str) -> None:
+  """Stage 6's models: the coder as policy/, the tester as reward/."""
+  save_qwen(models.coder, os.path.join(out_dir, "policy"), tokenizer=tok)
+  save_qwen(models.tester, os.path.join(out_dir, "reward"), tokenizer=tok)
+
+
+def _report(
+  digest: str,
+  times: dict,
+  data: CodingData,
+  models: _TrainedModels,
+  metrics: dict,
+) -> dict:
+  """The marker's report: config hash, stage timings, sizes, SFT curves
+  and the evaluation metrics."""
+  coder_params = nnx.state(models.coder, nnx.Param)
+  return {
+    "config_hash": digest,
+    "timings_s": times,
+    "num_train_tasks": len(data.train_tasks),
+    "num_params": int(sum(x.size for x in jax.tree.leaves(coder_params))),
+    "curves": {
+      "coder_sft": models.coder_info,
+      "tester_sft": models.tester_info,
+    },
+    **metrics,
+  }
