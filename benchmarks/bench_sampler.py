@@ -345,7 +345,7 @@ class JaxRunner:
 
     s = self.sampler
     B, P = ids.shape
-    cache = s.new_cache(B, P + self.N)
+    cache = s.caches.new(B, P + self.N)
     mask = np.ones_like(ids)
     jax.block_until_ready(cache)
     prefill, lead = s._prefill_program()

@@ -47,8 +47,8 @@ def _prompts(n, seed):
 
 def _collectives(sampler, B, T):
   """Counts of cross-device ops in the compiled prefill program."""
-  cache = sampler.new_cache(B, T + 6)
-  ids = sampler._place(np.zeros((B, T), np.int32), ("batch", "length"))
+  cache = sampler.caches.new(B, T + 6)
+  ids = sampler.placement.place(np.zeros((B, T), np.int32), ("batch", "length"))
   low = sampler.lower_prefill(cache, ids, ids)
   text = low.compile().as_text()
   ops = ("all-gather", "all-to-all", "collective-permute", "all-reduce")

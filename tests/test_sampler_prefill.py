@@ -88,7 +88,7 @@ def test_pieces_give_the_whole_batch_outputs(model, whole, kw):
 
 def _temp_bytes(model, B, T, **kw):
   sampler = Sampler(model, max_prompt_len=T, max_new_tokens=16, **kw)
-  cache = sampler.new_cache(B, T + 16)
+  cache = sampler.caches.new(B, T + 16)
   ids = jnp.ones((B, T), jnp.int32)
   low = sampler.lower_prefill(cache, ids, ids)
   return low.compile().memory_analysis().temp_size_in_bytes

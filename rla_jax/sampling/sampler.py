@@ -36,31 +36,41 @@ every process, so each host gets the full `SampleOutput`.
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import nnx
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import Mesh
 
 from rla_jax import distributed
 from rla_jax import sharding as shd
-from rla_jax.models import unrolled
-from rla_jax.models.kv_cache import (
-  KVCache,
-  cache_logical_axes,
-  init_cache,
-  is_axes,
-)
+from rla_jax.models.kv_cache import KVCache
 from rla_jax.models.qwen import Qwen
-from rla_jax.sampling import image_prefill, length_groups, programs
+from rla_jax.sampling import image_prefill, length_groups, param_copy, programs
 from rla_jax.sampling import prefill as pieces
 from rla_jax.sampling import rows as rows_io
 from rla_jax.sampling.buckets import geometric_buckets, pick_bucket
+from rla_jax.sampling.cache_factory import KVCacheFactory
+from rla_jax.sampling.placement import Placement
 from rla_jax.sampling.rows import ChunkInputs, SampleOutput
 from rla_jax.sampling.session import Session
+
+
+@dataclasses.dataclass(frozen=True)
+class _SamplingArgs:
+  """One call's sampling arguments, traced by the decode program (budget:
+  the tokens to generate, in [1, max_new_tokens]; row_seeded: whether
+  row seeds were given)."""
+
+  seed: int
+  temperature: float
+  top_p: float
+  top_k: int
+  greedy: bool
+  budget: int
+  row_seeded: bool
 
 
 class Sampler:
@@ -134,50 +144,26 @@ class Sampler:
     self.batch_buckets = tuple(
       sorted(batch_buckets or geometric_buckets(1, 4096, per_octave=4))
     )
-    self.mesh, self.rules = mesh, rules
+    self.placement = Placement(mesh, rules)
     self.prefill_plan = self._piece_plan(int(prefill_rows), int(prefill_tokens))
-    self._cache_makers = {}
-    self._cache_growers = {}
-    self._unstackers = {}
+    self.caches = KVCacheFactory(self.cfg, self.placement, self.max_new_tokens)
+    self._copy_layers = param_copy.LayerCopier(self.placement)
     self.update_params(model)
 
   # ----------------------------------------------------------- params
   def update_params(self, model: Qwen) -> None:
-    """Takes the current parameters of `model` (placed for sampling).
-
-    The sampler keeps its own copy, unstacked per layer for the unrolled
-    sampling forward (`rla_jax.models.unrolled`), with floating parameters
-    in the model's compute dtype: a trainer holding float32 master weights
-    samples from a bfloat16 copy (half the memory and bandwidth) when it
-    computes in bfloat16.
-    """
-    if self.mesh is not None:
-      model = shd.shard_module(model, self.mesh, self.rules)
-    graphdef, state = nnx.split(model)
+    """Takes the current parameters of `model` (placed for sampling): the
+    sampler's own copy, unstacked per layer, floating parameters in the
+    model's compute dtype (`rla_jax.sampling.param_copy`)."""
+    model = self.placement.module(model)
     compute = jnp.dtype(model.dtype)
-    key = (graphdef, compute.name)  # one program per model structure
-    if key not in self._unstackers:
-
-      def fn(st):
-        return unrolled.unstack(nnx.merge(graphdef, st), compute)
-
-      out = None
-      if self.mesh is not None:
-        out = jax.tree.map(
-          lambda a, x: self._sharding(a, x.shape),
-          unrolled.logical_axes(model),
-          jax.eval_shape(fn, state),
-          is_leaf=is_axes,
-        )
-      self._unstackers[key] = jax.jit(fn, out_shardings=out)
-    self.params = self._unstackers[key](state)
+    self.params = self._copy_layers(model, compute)
     if self.vl_cfg is not None:  # the vision tower's sampling copy
-      self.vision_graphdef, vision_state = nnx.split(model.vision)
-      self.vision_state = jax.jit(
-        functools.partial(image_prefill.cast_floating, dtype=compute)
-      )(vision_state)
+      self.vision_graphdef, self.vision_state = param_copy.vision(
+        model, compute
+      )
     self.dtype = compute
-    self.cache_dtype = model.dtype
+    self.caches.follow(self.params, model.dtype)
     self.attention = model.attention
 
   # ----------------------------------------------------------- checks
@@ -193,17 +179,10 @@ class Sampler:
 
   check_row_seeds = staticmethod(rows_io.check_row_seeds)
 
-  @property
-  def _batch_axes(self) -> tuple[str, ...]:
-    """The mesh axes the batch axis is sharded over (() without a mesh)."""
-    if self.mesh is None:
-      return ()
-    target = dict(self.rules).get("batch") or ()
-    return (target,) if isinstance(target, str) else tuple(target)
-
   def batch_bucket(self, n: int) -> int:
+    """The padded batch size of n rows (a multiple of the batch shards)."""
     b = pick_bucket(n, self.batch_buckets, "batch size")
-    div = int(np.prod([self.mesh.shape[a] for a in self._batch_axes]))
+    div = self.placement.batch_shards
     return -(-b // div) * div  # the batch axis must divide evenly
 
   def _piece_plan(self, rows: int, tokens: int) -> pieces.PiecePlan:
@@ -211,97 +190,28 @@ class Sampler:
       raise ValueError(
         f"prefill_rows={rows} / prefill_tokens={tokens} must be >= 0"
       )
-    axes = self._batch_axes
+    axes = self.placement.batch_axes
     return pieces.PiecePlan(
       rows=rows,
       tokens=tokens,
-      shards=int(np.prod([self.mesh.shape[a] for a in axes])),
-      mesh=self.mesh if axes else None,
+      shards=self.placement.batch_shards,
+      mesh=self.placement.mesh if axes else None,
       batch_axes=axes or None,
     )
 
   def _prefill_program(self):
-    """(jitted prefill, its leading arguments) as `_run` calls it: the
-    whole-batch forward, or the pieces of `prefill_plan`."""
+    """(jitted prefill, its leading arguments) as `_prefill_chunk` calls
+    it: the whole-batch forward, or the pieces of `prefill_plan`."""
     if self.prefill_plan.whole:
       return programs.prefill_whole, (self.cfg, self.dtype, self.params)
     plan = self.prefill_plan
     return pieces.prefill, (self.cfg, self.dtype, plan, self.params)
 
   def lower_prefill(self, cache: KVCache, tokens, mask) -> jax.stages.Lowered:
-    """The prefill program `_run` runs, lowered for these inputs (for
+    """The prefill program `run_chunk` runs, lowered for these inputs (for
     checks of its compiled memory and collectives)."""
     prefill, lead = self._prefill_program()
     return prefill.lower(*lead, cache, tokens, mask, attention=self.attention)
-
-  def _sharding(self, axes, shape) -> NamedSharding:
-    return NamedSharding(
-      self.mesh, shd.logical_to_spec(axes, shape, self.mesh, self.rules)
-    )
-
-  def _place(self, x, axes):
-    if self.mesh is None:
-      return jnp.asarray(x)
-    return distributed.put_global(x, self._sharding(axes, np.shape(x)))
-
-  @property
-  def _spans_processes(self) -> bool:
-    return self.mesh is not None and not all(
-      d.process_index == jax.process_index() for d in self.mesh.devices.flat
-    )
-
-  def new_cache(self, batch: int, num_slots: int) -> KVCache:
-    """An empty cache, made by a jitted program (one per shape) with
-    explicit output shardings: on a mesh it is created in place, shard by
-    shard; without one it is committed to the parameters' device. Either
-    way it is placed exactly like the caches the prefill and decode
-    programs return, so a session's first turn and its later turns share
-    compiled programs (an uncommitted fresh cache used to cost one extra
-    compile)."""
-    key = (batch, num_slots, jnp.dtype(self.cache_dtype).name)
-    if key not in self._cache_makers:
-      make = functools.partial(
-        init_cache, self.cfg, batch, num_slots, self.cache_dtype
-      )
-      if self.mesh is not None:
-        out = jax.tree.map(
-          lambda a, s: self._sharding(a, s.shape),
-          cache_logical_axes(self.cfg),
-          jax.eval_shape(make),
-          is_leaf=is_axes,
-        )
-      else:  # committed to the parameters' device(s), like the outputs
-        out = jax.tree.leaves(self.params)[0].sharding
-        if isinstance(out, NamedSharding):  # e.g. a 1-device mesh
-          out = NamedSharding(out.mesh, PartitionSpec())  # any rank
-      self._cache_makers[key] = jax.jit(make, out_shardings=out)
-    return self._cache_makers[key]()
-
-  def grown_cache(self, cache: KVCache, num_slots: int) -> KVCache:
-    """`cache` with room for num_slots tokens per row: its slots copied to
-    the front of a fresh cache (placed as `new_cache` places one), the
-    rest empty. One jitted copy per (old, new) shape, written into the
-    donated fresh cache (`cache` is not donated: no output has its shape)."""
-    new = self.new_cache(cache.batch_size, num_slots)
-    key = (cache.num_slots, num_slots, cache.batch_size)
-    if key not in self._cache_growers:
-      self._cache_growers[key] = jax.jit(
-        programs.copy_slots,
-        donate_argnums=(0,),
-        out_shardings=jax.tree.map(lambda a: a.sharding, new),
-      )
-    return self._cache_growers[key](new, cache)
-
-  def check_room(self, used: int, chunk_bucket: int, num_slots: int) -> int:
-    """The slots a chunk needs (used + its bucket + max_new_tokens), or a
-    ValueError naming them when num_slots cannot hold them."""
-    need = used + chunk_bucket + self.max_new_tokens
-    if need > num_slots:
-      raise ValueError(
-        f"cache overflow: {used} slots used + chunk bucket {chunk_bucket} + "
-        f"max_new_tokens {self.max_new_tokens} > {num_slots} slots"
-      )
-    return need
 
   # ----------------------------------------------------------- core
   def run_chunk(
@@ -332,7 +242,7 @@ class Sampler:
       )
     bucket = self.chunk_bucket(rows)
     used = int(cache.end)
-    self.check_room(used, bucket, cache.num_slots)
+    self.caches.check_room(used, bucket, cache.num_slots)
     chunk = rows_io.chunk_inputs(
       rows,
       active_rows,
@@ -343,24 +253,41 @@ class Sampler:
       used=used,
       pad_id=self.pad_id,
     )
-    if self._spans_processes:
-      distributed.assert_same_on_all_processes(
-        "Sampler call (rows and sampling arguments)",
-        chunk.ids,
-        chunk.mask,
-        chunk.active,
-        chunk.seeds,
-        np.asarray(
-          [seed, top_k, bool(greedy), budget, chunk.used, row_seeds is None],
-          np.int64,
-        ),
-        np.asarray([temperature, top_p], np.float64),
-      )
+    args = _SamplingArgs(
+      seed, temperature, top_p, top_k, greedy, budget, row_seeds is not None
+    )
+    self._check_same_call(chunk, args)
     cache, logits = self._prefill_chunk(cache, chunk, image_layout)
     m, active = int(num_samples), chunk.active
     if m > 1:
       cache, logits = programs.repeat_rows(cache, logits, m)
       active = np.repeat(active, m)
+    cache, tok, lp, stopped = self._decode(cache, logits, active, chunk, args)
+    n = len(rows) * m
+    return cache, rows_io.trim_rows(
+      tok[:n], lp[:n], stopped[:n], active, budget, self._stop_set
+    )
+
+  def _check_same_call(self, chunk: ChunkInputs, args: _SamplingArgs) -> None:
+    """On a mesh spanning several processes, raises on every process if
+    the chunk or the sampling arguments differ between them."""
+    if not self.placement.spans_processes:
+      return
+    ints = [args.seed, args.top_k, bool(args.greedy), args.budget, chunk.used]
+    distributed.assert_same_on_all_processes(
+      "Sampler call (rows and sampling arguments)",
+      chunk.ids,
+      chunk.mask,
+      chunk.active,
+      chunk.seeds,
+      np.asarray([*ints, not args.row_seeded], np.int64),
+      np.asarray([args.temperature, args.top_p], np.float64),
+    )
+
+  def _decode(self, cache, logits, active, chunk, args: _SamplingArgs):
+    """The decode program from the prefilled rows' logits: (cache, tokens,
+    log-probs, stopped), the last three gathered to the host."""
+    place = self.placement.place
     cache, tok, lp, stopped, _ = programs.decode(
       self.cfg,
       self.dtype,
@@ -368,31 +295,28 @@ class Sampler:
       self.params,
       cache,
       logits,
-      self._place(active, ("batch",)),
-      jax.random.key(seed),
-      self._place(chunk.seeds, ("batch",)),
-      self._place(chunk.samples, ("batch",)),
-      jnp.bool_(row_seeds is not None),
-      jnp.float32(temperature),
-      jnp.float32(top_p),
-      jnp.int32(top_k),
-      jnp.bool_(greedy),
-      jnp.int32(budget),
+      place(active, ("batch",)),
+      jax.random.key(args.seed),
+      place(chunk.seeds, ("batch",)),
+      place(chunk.samples, ("batch",)),
+      jnp.bool_(args.row_seeded),
+      jnp.float32(args.temperature),
+      jnp.float32(args.top_p),
+      jnp.int32(args.top_k),
+      jnp.bool_(args.greedy),
+      jnp.int32(args.budget),
       jnp.asarray(self.stop_token_ids),
       jnp.int32(self.pad_id),
       attention=self.attention,
     )
-    tok, lp, stopped = distributed.to_host((tok, lp, stopped))
-    n = len(rows) * m
-    return cache, rows_io.trim_rows(
-      tok[:n], lp[:n], stopped[:n], active, budget, self._stop_set
-    )
+    return cache, *distributed.to_host((tok, lp, stopped))
 
   def _prefill_chunk(self, cache: KVCache, chunk: ChunkInputs, image_layout):
     """(cache, last-position logits [B, V]) after appending the chunk: the
     text prefill program, or the Qwen3-VL one with the chunk's images."""
-    ids = self._place(chunk.ids, ("batch", "length"))
-    mask = self._place(chunk.mask, ("batch", "length"))
+    place = self.placement.place
+    ids = place(chunk.ids, ("batch", "length"))
+    mask = place(chunk.mask, ("batch", "length"))
     if image_layout is None:
       prefill, lead = self._prefill_program()
       return prefill(*lead, cache, ids, mask, attention=self.attention)
@@ -405,11 +329,9 @@ class Sampler:
       cache,
       ids,
       mask,
-      self._place(image_layout.offsets, ("batch", "length", None)),
-      self._place(image_layout.feature_rows, ("batch", "length")),
-      jax.tree.map(
-        lambda x: self._place(x, (None,) * x.ndim), image_layout.images
-      ),
+      place(image_layout.offsets, ("batch", "length", None)),
+      place(image_layout.feature_rows, ("batch", "length")),
+      jax.tree.map(lambda x: place(x, (None,) * x.ndim), image_layout.images),
       attention=self.attention,
     )
 
@@ -428,13 +350,7 @@ class Sampler:
     if self.vl_cfg is None:
       raise ValueError("images were given to a sampler of a text-only model")
     return image_prefill.image_chunk(
-      rows,
-      images,
-      T,
-      B,
-      self.vl_cfg,
-      self.image_grids,
-      self.images_per_grid,
+      rows, images, T, B, self.vl_cfg, self.image_grids, self.images_per_grid
     )
 
   @property
@@ -482,16 +398,18 @@ class Sampler:
       max_new_tokens=max_new_tokens,
       num_samples=num_samples,
     )
-    splittable = self.split_by_length and row_seeds is not None
-    groups = (
-      length_groups.bucket_groups(
-        [len(p) for p in prompts], self.prompt_buckets
-      )
-      if splittable and images is None
-      else [list(range(len(prompts)))]
+    if self.split_by_length and row_seeds is not None and images is None:
+      return self._generate_by_length(prompts, row_seeds, **kw)
+    return self._generate_call(prompts, row_seeds, images, **kw)
+
+  def _generate_by_length(self, prompts, row_seeds, **kw) -> SampleOutput:
+    """Row-seeded text prompts sampled in one `_generate_call` per prompt
+    bucket (`length_groups`), the rows put back in prompt order."""
+    groups = length_groups.bucket_groups(
+      [len(p) for p in prompts], self.prompt_buckets
     )
     if len(groups) == 1:
-      return self._generate_call(prompts, row_seeds, images, **kw)
+      return self._generate_call(prompts, row_seeds, None, **kw)
     parts = [
       (
         g,
@@ -506,45 +424,27 @@ class Sampler:
         length_groups.merge_rows(
           [(g, getattr(out, name)) for g, out in parts],
           len(prompts),
-          num_samples,
+          kw["num_samples"],
         )
         for name in ("tokens", "logprobs", "stopped")
       )
     )
 
-  def _generate_call(
-    self,
-    prompts,
-    row_seeds,
-    images,
-    *,
-    seed,
-    temperature,
-    top_p,
-    top_k,
-    greedy,
-    max_new_tokens,
-    num_samples,
-  ) -> SampleOutput:
-    """One sampler call over all of `prompts` (checked by `generate`)."""
+  def _generate_call(self, prompts, row_seeds, images, **kw) -> SampleOutput:
+    """One sampler call over all of `prompts` (checked by `generate`); kw:
+    `run_chunk`'s sampling keywords."""
     B = self.batch_bucket(len(prompts))
     T = self.chunk_bucket(prompts)
     # Laid out (and bad images refused) before anything compiles.
     layout = self.image_chunk(prompts, images, T, B)
-    cache = self.new_cache(B, T + self.max_new_tokens)
+    cache = self.caches.new(B, T + self.max_new_tokens)
     _, out = self.run_chunk(
       cache,
       prompts,
       np.ones(len(prompts), bool),
-      seed=seed,
-      temperature=temperature,
-      top_p=top_p,
-      top_k=top_k,
-      greedy=greedy,
-      max_new_tokens=max_new_tokens,
-      num_samples=num_samples,
       row_seeds=row_seeds,
       image_layout=layout,
+      **kw,
     )
     return out
 

@@ -52,14 +52,14 @@ class Session:
   def _make_room(self, chunk_bucket: int) -> None:
     """Grows the cache to hold this turn (or refuses it, naming the
     capacity) before anything runs."""
-    need = self.sampler.check_room(
+    need = self.sampler.caches.check_room(
       self.slots_used, chunk_bucket, self.num_slots
     )
     size = min(self.num_slots, 1 << (need - 1).bit_length())
     if self.cache is None:
-      self.cache = self.sampler.new_cache(self.batch_rows, size)
+      self.cache = self.sampler.caches.new(self.batch_rows, size)
     elif size > self.cache.num_slots:
-      self.cache = self.sampler.grown_cache(self.cache, size)
+      self.cache = self.sampler.caches.grown(self.cache, size)
 
   def turn(
     self,
