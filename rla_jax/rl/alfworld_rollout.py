@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from rla_jax import distributed
-from rla_jax.envs.alfworld import Game, make_env
+from rla_jax.envs.alfworld import BatchedEnv, Game, make_env
 from rla_jax.metrics.progress import ProgressFn
 from rla_jax.rl import agent_text
 from rla_jax.rl.judge_votes import judged_steps, sample_votes
@@ -40,6 +40,7 @@ from rla_jax.rl.parsing import (
 )
 from rla_jax.rl.prompts import candidate_actions
 from rla_jax.rl.seeds import derive_seed
+from rla_jax.sampling.rows import SampleOutput
 from rla_jax.sampling.sampler import Sampler
 
 
@@ -168,6 +169,39 @@ def rollout_episodes(
   return episodes
 
 
+@dataclasses.dataclass
+class _GamesInPlay:
+  """This process's games while they are played: their env, episodes so far,
+  admissible commands now and whether each has ended."""
+
+  env: BatchedEnv | None
+  episodes: list[Episode]
+  admissible: list[list[str]]
+  done: list[bool]
+
+  def live(self) -> list[int]:
+    """Indices of the games still being played."""
+    return [i for i, d in enumerate(self.done) if not d]
+
+
+@dataclasses.dataclass
+class _AgentPrompt:
+  """A live agent's prompt this turn: its local index, text and token ids."""
+
+  index: int
+  text: str
+  ids: list[int]
+
+
+@dataclasses.dataclass
+class _TurnRows:
+  """Every process's live agents this turn, in global row order: their
+  global rows (also their row seeds) and prompt token ids."""
+
+  rows: list[int]
+  prompt_ids: list[list[int]]
+
+
 def _play_own_games(
   games: list[Game],
   task_ids: list[str],
@@ -194,68 +228,119 @@ def _play_own_games(
   under another policy draws the same noise per episode (paired evaluation).
   """
   t0 = time.perf_counter()
+  play = _start_games(games, task_ids, backend, max_steps)
+  timings["env"] += time.perf_counter() - t0
+  for turn in range(max_steps):
+    t0 = time.perf_counter()
+    prompts = _render_prompts(play, tokenizer, history_steps)
+    turn_rows = _gather_turn_rows(prompts, offset)
+    if not turn_rows.rows:
+      break
+    out = sampler.generate(
+      turn_rows.prompt_ids,
+      seed=derive_seed(seed, turn),
+      row_seeds=turn_rows.rows,  # common random numbers per episode
+      **dataclasses.asdict(params),
+    )
+    commands = _record_replies(play, prompts, turn_rows, out, tokenizer, offset)
+    t1 = time.perf_counter()
+    timings["policy_sampling"] += t1 - t0
+    if not prompts:
+      continue  # this process is done; others still sample
+    _step_games(play, prompts, commands)
+    timings["env"] += time.perf_counter() - t1
+    if progress is not None:
+      ended = sum(play.done)
+      progress(phase, ended, len(games), f"episodes ended, turn {turn + 1}")
+  return play.episodes
+
+
+def _start_games(
+  games: list[Game], task_ids: list[str], backend: str, max_steps: int
+) -> _GamesInPlay:
+  """Resets an env on `games` (none when there are no games) and opens one
+  episode per game on its first observation."""
   env = make_env(backend, len(games), max_steps=max_steps) if games else None
   obs, infos = env.reset(games) if games else ([], {"admissible_commands": []})
   episodes = [
     Episode(t, g, observations=[o])
     for t, g, o in zip(task_ids, games, obs, strict=True)
   ]
-  admissible = infos["admissible_commands"]
-  done = [False] * len(games)
-  timings["env"] += time.perf_counter() - t0
-  for turn in range(max_steps):
-    t0 = time.perf_counter()
-    live = [i for i, d in enumerate(done) if not d]
-    texts = {
-      i: agent_text.policy_step_text(
-        episodes[i].observations,
-        episodes[i].actions,
-        admissible[i],
-        history_steps,
-      )
-      for i in live
-    }
-    ids = {i: agent_text.chat_ids(tokenizer, texts[i]) for i in live}
-    # (global row, prompt ids) of every process's live agents, row order
-    rows = distributed.allgather_lists([(offset + i, ids[i]) for i in live])
-    if not rows:
-      break
-    out = sampler.generate(
-      [r for _, r in rows],
-      seed=derive_seed(seed, turn),
-      row_seeds=[g for g, _ in rows],  # common random numbers per episode
-      **dataclasses.asdict(params),
+  return _GamesInPlay(
+    env=env,
+    episodes=episodes,
+    admissible=infos["admissible_commands"],
+    done=[False] * len(games),
+  )
+
+
+def _render_prompts(
+  play: _GamesInPlay, tokenizer, history_steps: int | None
+) -> list[_AgentPrompt]:
+  """The policy prompt of every live agent of this process, in index order."""
+  prompts = []
+  for i in play.live():
+    ep = play.episodes[i]
+    text = agent_text.policy_step_text(
+      ep.observations, ep.actions, play.admissible[i], history_steps
     )
-    position = {g: j for j, (g, _) in enumerate(rows)}
-    commands: list[str | None] = [None] * len(games)
-    for i in live:
-      j = position[offset + i]
-      text = tokenizer.decode(out.tokens[j], skip_special_tokens=True)
-      options = candidate_actions(admissible[i])
-      command = options[parse_action_index(text, len(options))]
-      ep = episodes[i]
-      ep.prompt_texts.append(texts[i])
-      ep.prompt_ids.append(ids[i])
-      ep.response_texts.append(text)
-      ep.response_ids.append(out.tokens[j])
-      ep.logprobs.append(out.logprobs[j])
-      ep.actions.append(command)
-      ep.answer_parsed.append(action_index_parses(text, len(options)))
-      commands[i] = command
-    t1 = time.perf_counter()
-    timings["policy_sampling"] += t1 - t0
-    if not live:
-      continue  # this process is done; others still sample
-    obs, won, dones, infos = env.step(commands)
-    admissible = infos["admissible_commands"]
-    for i in live:
-      episodes[i].observations.append(obs[i])
-      episodes[i].won = bool(won[i])
-      done[i] = bool(dones[i])
-    timings["env"] += time.perf_counter() - t1
-    if progress is not None:
-      progress(phase, sum(done), len(games), f"episodes ended, turn {turn + 1}")
-  return episodes
+    ids = agent_text.chat_ids(tokenizer, text)
+    prompts.append(_AgentPrompt(index=i, text=text, ids=ids))
+  return prompts
+
+
+def _gather_turn_rows(prompts: list[_AgentPrompt], offset: int) -> _TurnRows:
+  """All-gathers (global row, prompt ids) of every process's live agents."""
+  rows = distributed.allgather_lists(
+    [(offset + p.index, p.ids) for p in prompts]
+  )
+  return _TurnRows(
+    rows=[g for g, _ in rows], prompt_ids=[ids for _, ids in rows]
+  )
+
+
+def _record_replies(
+  play: _GamesInPlay,
+  prompts: list[_AgentPrompt],
+  turn_rows: _TurnRows,
+  out: SampleOutput,
+  tokenizer,
+  offset: int,
+) -> list[str | None]:
+  """Appends each live agent's prompt, reply and chosen command to its
+  episode; returns the commands to step with (None for ended games)."""
+  position = {g: j for j, g in enumerate(turn_rows.rows)}
+  commands: list[str | None] = [None] * len(play.episodes)
+  for p in prompts:
+    j = position[offset + p.index]
+    text = tokenizer.decode(out.tokens[j], skip_special_tokens=True)
+    options = candidate_actions(play.admissible[p.index])
+    command = options[parse_action_index(text, len(options))]
+    ep = play.episodes[p.index]
+    ep.prompt_texts.append(p.text)
+    ep.prompt_ids.append(p.ids)
+    ep.response_texts.append(text)
+    ep.response_ids.append(out.tokens[j])
+    ep.logprobs.append(out.logprobs[j])
+    ep.actions.append(command)
+    ep.answer_parsed.append(action_index_parses(text, len(options)))
+    commands[p.index] = command
+  return commands
+
+
+def _step_games(
+  play: _GamesInPlay,
+  prompts: list[_AgentPrompt],
+  commands: list[str | None],
+) -> None:
+  """Steps the env with `commands`; the prompted agents' episodes take the
+  new observation and won flag, and their games may end."""
+  obs, won, dones, infos = play.env.step(commands)
+  play.admissible = infos["admissible_commands"]
+  for p in prompts:
+    play.episodes[p.index].observations.append(obs[p.index])
+    play.episodes[p.index].won = bool(won[p.index])
+    play.done[p.index] = bool(dones[p.index])
 
 
 def judge_episodes(

@@ -16,7 +16,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rla_jax.envs.alfworld import Game, label_progress, make_env
+from rla_jax.envs.alfworld import (
+  BatchedEnv,
+  Game,
+  label_progress,
+  make_env,
+)
 from rla_jax.models.qwen import Qwen
 from rla_jax.rl import agent_text
 from rla_jax.rl.parsing import parse_action_index, parse_boxed_score
@@ -86,52 +91,170 @@ def play_policy(
     batch_size=batch_size,
   )
   env = make_env("native", batch_size, max_steps=max_steps)
-  won_all, steps_all, records = [], [], []
-  for c0 in range(0, len(games), batch_size):
-    chunk = list(games[c0 : c0 + batch_size])
-    obs, infos = env.reset(chunk)
-    hist_obs = [[o] for o in obs]
-    hist_act: list[list[str]] = [[] for _ in chunk]
-    adm = infos["admissible_commands"]
-    done = list(env.done)
-    for t in range(max_steps):
-      live = [i for i in range(len(chunk)) if not done[i]]
-      if not live:
-        break
-      texts = {
-        i: agent_text.policy_step_text(
-          hist_obs[i], hist_act[i], adm[i], history_steps
-        )
-        for i in live
-      }
-      out = sampler.generate(
-        [agent_text.chat_ids(tokenizer, texts[i]) for i in live],
-        seed=seed * 1_000_003 + c0 * 1009 + t,
-        temperature=temperature,
-        greedy=greedy,
+  policy = _Policy(
+    sampler=sampler,
+    tokenizer=tokenizer,
+    history_steps=history_steps,
+    temperature=temperature,
+    greedy=greedy,
+  )
+  chunks = [
+    _play_chunk(
+      env,
+      policy,
+      list(games[c0 : c0 + batch_size]),
+      max_steps=max_steps,
+      chunk_seed=seed * 1_000_003 + c0 * 1009,
+    )
+    for c0 in range(0, len(games), batch_size)
+  ]
+  return _play_summary(chunks, len(games))
+
+
+@dataclasses.dataclass
+class _Policy:
+  """The policy as `play_policy` samples it: sampler, tokenizer, history
+  window and sampling settings."""
+
+  sampler: Sampler
+  tokenizer: object
+  history_steps: int | None
+  temperature: float
+  greedy: bool
+
+
+@dataclasses.dataclass
+class _ChunkPlay:
+  """One chunk of games in play: per game its observations and actions so
+  far, admissible commands now and whether it has ended; the env's infos."""
+
+  games: list[Game]
+  observations: list[list[str]]
+  actions: list[list[str]]
+  admissible: list[list[str]]
+  done: list[bool]
+  infos: dict
+
+  def live(self) -> list[int]:
+    """Indices of the games still being played."""
+    return [i for i in range(len(self.games)) if not self.done[i]]
+
+
+@dataclasses.dataclass
+class _PolicyMove:
+  """A live game's move: its policy prompt, the reply and the command."""
+
+  prompt_text: str
+  response_text: str
+  command: str
+
+
+@dataclasses.dataclass
+class _ChunkResult:
+  """A played chunk: per game won and steps taken; every step's record."""
+
+  won: list[bool]
+  steps: list[int]
+  records: list[StepRecord]
+
+
+def _play_chunk(
+  env: BatchedEnv,
+  policy: _Policy,
+  chunk: list[Game],
+  *,
+  max_steps: int,
+  chunk_seed: int,
+) -> _ChunkResult:
+  """Plays `chunk` on `env` until every game ended or max_steps; step t
+  samples with seed chunk_seed + t."""
+  obs, infos = env.reset(chunk)
+  play = _ChunkPlay(
+    games=chunk,
+    observations=[[o] for o in obs],
+    actions=[[] for _ in chunk],
+    admissible=infos["admissible_commands"],
+    done=list(env.done),
+    infos=infos,
+  )
+  records: list[StepRecord] = []
+  for t in range(max_steps):
+    live = play.live()
+    if not live:
+      break
+    moves = _policy_moves(policy, play, live, seed=chunk_seed + t)
+    records += _step_chunk(env, play, moves)
+  return _ChunkResult(
+    won=play.infos["won"][: len(chunk)],
+    steps=play.infos["steps"][: len(chunk)],
+    records=records,
+  )
+
+
+def _policy_moves(
+  policy: _Policy, play: _ChunkPlay, live: list[int], *, seed: int
+) -> dict[int, _PolicyMove]:
+  """One sampler call over the live games' prompts; each reply's parsed
+  candidate index names its command."""
+  texts = {
+    i: agent_text.policy_step_text(
+      play.observations[i],
+      play.actions[i],
+      play.admissible[i],
+      policy.history_steps,
+    )
+    for i in live
+  }
+  out = policy.sampler.generate(
+    [agent_text.chat_ids(policy.tokenizer, texts[i]) for i in live],
+    seed=seed,
+    temperature=policy.temperature,
+    greedy=policy.greedy,
+  )
+  moves = {}
+  for i, toks in zip(live, out.tokens, strict=True):
+    response = policy.tokenizer.decode(toks, skip_special_tokens=True)
+    cands = candidate_actions(play.admissible[i])
+    command = cands[parse_action_index(response, len(cands))]
+    moves[i] = _PolicyMove(
+      prompt_text=texts[i], response_text=response, command=command
+    )
+  return moves
+
+
+def _step_chunk(
+  env: BatchedEnv, play: _ChunkPlay, moves: dict[int, _PolicyMove]
+) -> list[StepRecord]:
+  """Steps the env with the moves (None for ended games), extends the
+  histories and returns each move's StepRecord with its expert label."""
+  commands: list[str | None] = [None] * len(play.games)
+  for i, move in moves.items():
+    commands[i] = move.command
+  obs, _, play.done, play.infos = env.step(commands)
+  play.admissible = play.infos["admissible_commands"]
+  records = []
+  for i, move in moves.items():
+    good = label_progress(play.games[i], play.actions[i], move.command)
+    records.append(
+      StepRecord(
+        move.prompt_text, move.response_text, obs[i], 1 if good else -1
       )
-      commands: list[str | None] = [None] * len(chunk)
-      responses = {}
-      for i, toks in zip(live, out.tokens, strict=True):
-        responses[i] = tokenizer.decode(toks, skip_special_tokens=True)
-        cands = candidate_actions(adm[i])
-        commands[i] = cands[parse_action_index(responses[i], len(cands))]
-      obs, _, done, infos = env.step(commands)
-      adm = infos["admissible_commands"]
-      for i in live:
-        good = label_progress(chunk[i], hist_act[i], commands[i])
-        records.append(
-          StepRecord(texts[i], responses[i], obs[i], 1 if good else -1)
-        )
-        hist_act[i].append(commands[i])
-        hist_obs[i].append(obs[i])
-    won_all += infos["won"][: len(chunk)]
-    steps_all += infos["steps"][: len(chunk)]
+    )
+    play.actions[i].append(move.command)
+    play.observations[i].append(obs[i])
+  return records
+
+
+def _play_summary(chunks: list[_ChunkResult], num_games: int) -> dict:
+  """play_policy's result: success rate and mean steps over all chunks'
+  games, and every step record in play order."""
+  won = [w for c in chunks for w in c.won]
+  steps = [s for c in chunks for s in c.steps]
   return {
-    "success_rate": float(np.mean(won_all)),
-    "mean_steps": float(np.mean(steps_all)),
-    "num_games": len(games),
-    "records": records,
+    "success_rate": float(np.mean(won)),
+    "mean_steps": float(np.mean(steps)),
+    "num_games": num_games,
+    "records": [r for c in chunks for r in c.records],
   }
 
 
@@ -165,27 +288,58 @@ def judge_accuracy(
     max_new_tokens=max_new_tokens,
     batch_size=batch_size,
   )
+  scores = _judge_scores(
+    sampler,
+    tokenizer,
+    records,
+    batch_size=batch_size,
+    seed=seed,
+    temperature=temperature,
+    greedy=greedy,
+  )
+  return _accuracy_summary(scores, np.asarray([r.label for r in records]))
+
+
+def _judge_scores(
+  sampler: Sampler,
+  tokenizer,
+  records: Sequence[StepRecord],
+  *,
+  batch_size: int,
+  seed: int,
+  temperature: float,
+  greedy: bool,
+) -> np.ndarray:
+  """The judge's parsed score of every record, sampled in chunks of
+  batch_size; the chunk at c0 samples with seed + c0."""
   scores = []
   for c0 in range(0, len(records), batch_size):
     part = records[c0 : c0 + batch_size]
-    prompts = [
-      agent_text.chat_ids(
-        tokenizer,
-        agent_text.judge_step_text(
-          r.prompt_text, r.response_text, r.next_observation
-        ),
-      )
-      for r in part
-    ]
     out = sampler.generate(
-      prompts, seed=seed + c0, temperature=temperature, greedy=greedy
+      [_judge_prompt_ids(tokenizer, r) for r in part],
+      seed=seed + c0,
+      temperature=temperature,
+      greedy=greedy,
     )
     scores += [
       parse_boxed_score(tokenizer.decode(t, skip_special_tokens=True))
       for t in out.tokens
     ]
-  scores = np.asarray(scores)
-  labels = np.asarray([r.label for r in records])
+  return np.asarray(scores)
+
+
+def _judge_prompt_ids(tokenizer, record: StepRecord) -> list[int]:
+  """The judge's chat prompt ids for one policy step."""
+  return agent_text.chat_ids(
+    tokenizer,
+    agent_text.judge_step_text(
+      record.prompt_text, record.response_text, record.next_observation
+    ),
+  )
+
+
+def _accuracy_summary(scores: np.ndarray, labels: np.ndarray) -> dict:
+  """judge_accuracy's metrics of the judge's scores against the labels."""
   hit = scores == labels
   per_class = [
     float(hit[labels == c].mean()) for c in (1, -1) if (labels == c).any()
@@ -196,7 +350,7 @@ def judge_accuracy(
     "label_positive_rate": float((labels > 0).mean()),
     "vote_positive_rate": float((scores > 0).mean()),
     "unparseable_rate": float((scores == 0).mean()),
-    "num_steps": int(len(records)),
+    "num_steps": int(len(labels)),
   }
 
 
