@@ -25,6 +25,18 @@ from rla_jax.envs.alfworld.text import (
   with_article,
 )
 
+# Unary facts that mark an entity's affordances (CompiledGame flags).
+_AFFORDANCES = (
+  "openable",
+  "pickupable",
+  "cleanable",
+  "heatable",
+  "coolable",
+  "sliceable",
+  "toggleable",
+  "isReceptacleObject",
+)
+
 
 class CompiledGame:
   """Static, index-based view of a Game (objects 0..O-1, receptacles 0..R-1,
@@ -32,6 +44,19 @@ class CompiledGame:
 
   def __init__(self, game: Game):
     self.game = game
+    locs = self._index_entities(game)
+    self._name_entities(locs)
+    self._order_listings(locs)
+    self._read_affordances(game)
+    self.can_contain = {(r.lower(), o.lower()) for r, o in game.can_contain}
+    self.target = game.object_target.lower()
+    self.parent = game.parent_target.lower()
+    self.toggle = game.toggle_target.lower()
+    self.intro_task = f"Your task is to: {game.task_text}."
+
+  def _index_entities(self, game: Game) -> list[str]:
+    """Lower-cased ids, types and index maps of objects, receptacles and
+    locations; returns the sorted location ids."""
     self.obj_ids = [o.lower() for o, _ in game.objects]
     self.obj_type = [t.lower() for _, t in game.objects]
     self.rec_ids = [r.lower() for r, _, _ in game.receptacles]
@@ -47,10 +72,16 @@ class CompiledGame:
     ]
     self.oi = {o: i for i, o in enumerate(self.obj_ids)}
     self.ri = {r: i for i, r in enumerate(self.rec_ids)}
+    return locs
+
+  def _name_entities(self, locs: list[str]) -> None:
+    """Display names of objects and receptacles (demangled ids)."""
     names = demangle_names(self.obj_ids + self.rec_ids + locs)
     self.obj_name = [names[o] for o in self.obj_ids]
     self.rec_name = [names[r] for r in self.rec_ids]
-    # Listing order of TextWorld queries: sorted by entity id.
+
+  def _order_listings(self, locs: list[str]) -> None:
+    """Listing orders of TextWorld queries: sorted by entity id."""
     self.obj_rank = {
       o: k
       for k, o in enumerate(
@@ -68,19 +99,11 @@ class CompiledGame:
       range(len(self.rec_ids)),
       key=lambda r: (self.rec_ids[r], locs[self.rec_loc[r]]),
     )
-    props = {
-      p: set()
-      for p in (
-        "openable",
-        "pickupable",
-        "cleanable",
-        "heatable",
-        "coolable",
-        "sliceable",
-        "toggleable",
-        "isReceptacleObject",
-      )
-    }
+
+  def _read_affordances(self, game: Game) -> None:
+    """Per-entity affordance flags (openable, pickupable, ...) from the
+    game's unary facts."""
+    props = {p: set() for p in _AFFORDANCES}
     for f in game.facts:
       if f[0] in props:
         props[f[0]].add(f[1].lower())
@@ -93,11 +116,6 @@ class CompiledGame:
     self.toggleable = [o in props["toggleable"] for o in self.obj_ids]
     self.recep_object = [o in props["isReceptacleObject"] for o in self.obj_ids]
     self.is_knife = [t in ("knife", "butterknife") for t in self.obj_type]
-    self.can_contain = {(r.lower(), o.lower()) for r, o in game.can_contain}
-    self.target = game.object_target.lower()
-    self.parent = game.parent_target.lower()
-    self.toggle = game.toggle_target.lower()
-    self.intro_task = f"Your task is to: {game.task_text}."
 
   def initial_state(self) -> WorldState:
     g, n_o = self.game, len(self.obj_ids)
@@ -237,77 +255,136 @@ class CompiledGame:
 
   def apply(self, st: WorldState, action: tuple) -> str:
     """Apply one grounded action in place; returns its feedback text."""
-    kind = action[0]
-    if kind == "goto":
-      r = action[1]
-      st.agent_loc = self.rec_loc[r]
-      return (
-        f"You arrive at {self.rec_name[r]}. {self.examine_receptacle(st, r)}"
-      )
-    if kind == "open":
-      st.opened.add(action[1])
-      return (
-        f"You open the {self.rec_name[action[1]]}. "
-        f"{self.examine_receptacle(st, action[1])}"
-      )
-    if kind == "close":
-      st.opened.discard(action[1])
-      return f"You close the {self.rec_name[action[1]]}."
-    if kind == "take":
-      o, r = action[1], action[2]
-      st.contents[r].discard(o)
-      st.obj_recs[o].discard(r)
-      st.obj_at[o].discard(st.agent_loc)
-      st.held = self.sorted_objs(set(st.held) | {o})
-      return f"You pick up the {self.obj_name[o]} from the {self.rec_name[r]}."
-    if kind == "put":
-      o, r = action[1], action[2]
-      st.contents[r].add(o)
-      st.obj_recs[o].add(r)
-      st.obj_at[o].add(st.agent_loc)
-      st.held = []
-      return f"You move the {self.obj_name[o]} to the {self.rec_name[r]}."
-    if kind in ("heat", "cool", "clean"):
-      o, r = action[1], action[2]
-      if kind == "heat":
-        st.hot.add(o)
-        st.cool.discard(o)
-      elif kind == "cool":
-        st.cool.add(o)
-        st.hot.discard(o)
-      else:
-        st.clean.add(o)
-      return f"You {kind} the {self.obj_name[o]} using the {self.rec_name[r]}."
-    if kind == "use":
-      o = action[1]
-      if o in st.on:
-        st.on.discard(o)
-      else:
-        st.on.add(o)
-      st.toggled.add(o)
-      return f"You turn on the {self.obj_name[o]}."
-    if kind == "slice":
-      st.sliced.add(action[1])
-      return (
-        f"You sliced the {self.obj_name[action[1]]} with the "
-        f"{self.obj_name[action[2]]}."
-      )
-    if kind == "examine_r":
-      return self.examine_receptacle(st, action[1])
-    if kind == "examine_o":
-      return self.examine_object(st, action[1])
-    if kind == "inventory":
-      if not st.held:
-        return "You are not carrying anything."
-      return (
-        "You are carrying: "
-        f"{display_list(with_article([self.obj_name[o] for o in st.held]))}."
-      )
-    if kind == "look":
-      return self.look(st)
-    if kind == "help":
-      return HELP_TEXT
-    raise ValueError(f"unknown action kind {kind!r}")
+    handler = self._ACTION_HANDLERS.get(action[0])
+    if handler is None:
+      raise ValueError(f"unknown action kind {action[0]!r}")
+    return handler(self, st, action)
+
+  # One handler per action kind: ``(self, st, action) -> feedback``, mutating
+  # ``st`` in place (dispatched through ``_ACTION_HANDLERS`` below).
+  def _apply_goto(self, st: WorldState, action: tuple) -> str:
+    """Walk to receptacle ``action[1]`` and describe it."""
+    r = action[1]
+    st.agent_loc = self.rec_loc[r]
+    return f"You arrive at {self.rec_name[r]}. {self.examine_receptacle(st, r)}"
+
+  def _apply_open(self, st: WorldState, action: tuple) -> str:
+    """Open receptacle ``action[1]`` and describe it."""
+    st.opened.add(action[1])
+    return (
+      f"You open the {self.rec_name[action[1]]}. "
+      f"{self.examine_receptacle(st, action[1])}"
+    )
+
+  def _apply_close(self, st: WorldState, action: tuple) -> str:
+    """Close receptacle ``action[1]``."""
+    st.opened.discard(action[1])
+    return f"You close the {self.rec_name[action[1]]}."
+
+  def _apply_take(self, st: WorldState, action: tuple) -> str:
+    """Pick object ``action[1]`` up from receptacle ``action[2]``."""
+    o, r = action[1], action[2]
+    st.contents[r].discard(o)
+    st.obj_recs[o].discard(r)
+    st.obj_at[o].discard(st.agent_loc)
+    st.held = self.sorted_objs(set(st.held) | {o})
+    return f"You pick up the {self.obj_name[o]} from the {self.rec_name[r]}."
+
+  def _apply_put(self, st: WorldState, action: tuple) -> str:
+    """Put held object ``action[1]`` into receptacle ``action[2]``."""
+    o, r = action[1], action[2]
+    st.contents[r].add(o)
+    st.obj_recs[o].add(r)
+    st.obj_at[o].add(st.agent_loc)
+    st.held = []
+    return f"You move the {self.obj_name[o]} to the {self.rec_name[r]}."
+
+  def _apply_heat(self, st: WorldState, action: tuple) -> str:
+    """Heat object ``action[1]`` with receptacle ``action[2]`` (un-cools it)."""
+    o = action[1]
+    st.hot.add(o)
+    st.cool.discard(o)
+    return (
+      f"You heat the {self.obj_name[o]} using the {self.rec_name[action[2]]}."
+    )
+
+  def _apply_cool(self, st: WorldState, action: tuple) -> str:
+    """Cool object ``action[1]`` with receptacle ``action[2]`` (un-heats it)."""
+    o = action[1]
+    st.cool.add(o)
+    st.hot.discard(o)
+    return (
+      f"You cool the {self.obj_name[o]} using the {self.rec_name[action[2]]}."
+    )
+
+  def _apply_clean(self, st: WorldState, action: tuple) -> str:
+    """Clean object ``action[1]`` with receptacle ``action[2]``."""
+    o = action[1]
+    st.clean.add(o)
+    return (
+      f"You clean the {self.obj_name[o]} using the {self.rec_name[action[2]]}."
+    )
+
+  def _apply_use(self, st: WorldState, action: tuple) -> str:
+    """Toggle object ``action[1]`` (the text always says it turns on)."""
+    o = action[1]
+    if o in st.on:
+      st.on.discard(o)
+    else:
+      st.on.add(o)
+    st.toggled.add(o)
+    return f"You turn on the {self.obj_name[o]}."
+
+  def _apply_slice(self, st: WorldState, action: tuple) -> str:
+    """Slice object ``action[1]`` with knife ``action[2]``."""
+    st.sliced.add(action[1])
+    return (
+      f"You sliced the {self.obj_name[action[1]]} with the "
+      f"{self.obj_name[action[2]]}."
+    )
+
+  def _apply_examine_r(self, st: WorldState, action: tuple) -> str:
+    """Describe receptacle ``action[1]``."""
+    return self.examine_receptacle(st, action[1])
+
+  def _apply_examine_o(self, st: WorldState, action: tuple) -> str:
+    """Describe held object ``action[1]``."""
+    return self.examine_object(st, action[1])
+
+  def _apply_inventory(self, st: WorldState, action: tuple) -> str:
+    """List the held objects."""
+    if not st.held:
+      return "You are not carrying anything."
+    return (
+      "You are carrying: "
+      f"{display_list(with_article([self.obj_name[o] for o in st.held]))}."
+    )
+
+  def _apply_look(self, st: WorldState, action: tuple) -> str:
+    """Describe the agent's surroundings."""
+    return self.look(st)
+
+  def _apply_help(self, st: WorldState, action: tuple) -> str:
+    """The fixed help text."""
+    return HELP_TEXT
+
+  _ACTION_HANDLERS = {
+    "goto": _apply_goto,
+    "open": _apply_open,
+    "close": _apply_close,
+    "take": _apply_take,
+    "put": _apply_put,
+    "heat": _apply_heat,
+    "cool": _apply_cool,
+    "clean": _apply_clean,
+    "use": _apply_use,
+    "slice": _apply_slice,
+    "examine_r": _apply_examine_r,
+    "examine_o": _apply_examine_o,
+    "inventory": _apply_inventory,
+    "look": _apply_look,
+    "help": _apply_help,
+  }
 
   def goal_satisfied(self, st: WorldState) -> bool:
     """The PDDL goal of the game's task type evaluated on ``st``."""

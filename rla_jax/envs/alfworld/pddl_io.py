@@ -17,6 +17,7 @@ The PDDL domain and the text grammar are the ALFRED logic files shipped by the
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -257,12 +258,21 @@ def _goal_tokens(goal: list, where: str) -> tuple[str, str, str, str]:
   return kind, _type_token(otypes[0]), _type_token(rtypes[0]), ""
 
 
-def parse_problem(
-  problem: str, task_text: str, where: str, room: str = "", scene: int = 0
-) -> Game:
-  """Parse an ALFRED PDDL problem into a Game; ValueError naming ``where`` on
-  anything unsupported."""
-  tree = _sexpr(problem, where)
+@dataclasses.dataclass
+class _InitFacts:
+  """What a problem's ``:init`` section says, keyed by (original-case) id."""
+
+  otype: dict = dataclasses.field(default_factory=dict)  # object -> type
+  rtype: dict = dataclasses.field(default_factory=dict)  # receptacle -> type
+  rloc: dict = dataclasses.field(default_factory=dict)  # receptacle -> loc
+  facts: list = dataclasses.field(default_factory=list)  # other known facts
+  can_contain: list = dataclasses.field(default_factory=list)  # (rtype, otype)
+  start: list = dataclasses.field(default_factory=list)  # agent locations
+
+
+def _problem_sections(tree: list, where: str) -> dict:
+  """``{":objects": [...], ":init": [...], ":goal": [...], ...}`` of a parsed
+  problem; ValueError if one of those three is missing."""
   sections = {
     s[0].lower(): s[1:]
     for s in tree
@@ -271,8 +281,12 @@ def parse_problem(
   for key in (":objects", ":init", ":goal"):
     if key not in sections:
       raise ValueError(f"{where}: PDDL problem has no {key} section")
+  return sections
+
+
+def _declared_types(toks: list) -> dict:
+  """``{name: type}`` (lower-cased) of a typed ``:objects`` list."""
   declared, pending = {}, []
-  toks = sections[":objects"]
   i = 0
   while i < len(toks):
     if toks[i] == "-":
@@ -282,8 +296,14 @@ def parse_problem(
     else:
       pending.append(toks[i])
       i += 1
-  otype, rtype, rloc, facts, cc, start = {}, {}, {}, [], [], []
-  for fact in sections[":init"]:
+  return declared
+
+
+def _read_init(init: list, where: str) -> _InitFacts:
+  """Sort the ``:init`` facts by predicate; ValueError on malformed or
+  unsupported ones."""
+  out = _InitFacts()
+  for fact in init:
     if not isinstance(fact, list) or not fact or not isinstance(fact[0], str):
       raise ValueError(f"{where}: malformed init fact {fact!r}")
     pred, args = fact[0].lower(), fact[1:]
@@ -291,31 +311,50 @@ def parse_problem(
       # numeric fluents (distance/total-cost) play no part in the text game
       continue
     if pred == "atlocation":
-      start.append(args[1])
+      out.start.append(args[1])
     elif pred == "objecttype":
-      otype[args[0]] = _type_token(args[1])
+      out.otype[args[0]] = _type_token(args[1])
     elif pred == "receptacletype":
-      rtype[args[0]] = _type_token(args[1])
+      out.rtype[args[0]] = _type_token(args[1])
     elif pred == "receptacleatlocation":
-      if args[0] in rloc:
+      if args[0] in out.rloc:
         raise ValueError(f"{where}: receptacle {args[0]} is at two locations")
-      rloc[args[0]] = args[1]
+      out.rloc[args[0]] = args[1]
     elif pred == "cancontain":
-      cc.append((_type_token(args[0]), _type_token(args[1])))
+      out.can_contain.append((_type_token(args[0]), _type_token(args[1])))
     elif pred in _CANON_PRED:
-      facts.append((_CANON_PRED[pred],) + tuple(args))
+      out.facts.append((_CANON_PRED[pred],) + tuple(args))
     elif pred not in _IGNORED_PREDICATES:
       raise ValueError(f"{where}: unsupported init predicate {fact[0]!r}")
-  if len(start) != 1:
+  return out
+
+
+def _check_init(init: _InitFacts, where: str) -> None:
+  """ValueError unless the agent has one start and every receptacle both a
+  type and a location."""
+  if len(init.start) != 1:
     raise ValueError(
       f"{where}: expected exactly one (atLocation agent ...) fact, got "
-      f"{len(start)}"
+      f"{len(init.start)}"
     )
-  missing = sorted(set(rtype) ^ set(rloc))
+  missing = sorted(set(init.rtype) ^ set(init.rloc))
   if missing:
     raise ValueError(
       f"{where}: receptacles without both a type and a location: {missing}"
     )
+
+
+def parse_problem(
+  problem: str, task_text: str, where: str, room: str = "", scene: int = 0
+) -> Game:
+  """Parse an ALFRED PDDL problem into a Game; ValueError naming ``where`` on
+  anything unsupported."""
+  sections = _problem_sections(_sexpr(problem, where), where)
+  # The declared types are not used, but a malformed declaration list still
+  # fails here, as it always has.
+  _declared_types(sections[":objects"])
+  init = _read_init(sections[":init"], where)
+  _check_init(init, where)
   kind, obj, parent, toggle = _goal_tokens(sections[":goal"], where)
   return Game(
     task_type=kind,
@@ -323,11 +362,13 @@ def parse_problem(
     object_target=obj,
     parent_target=parent,
     toggle_target=toggle,
-    objects=tuple(sorted(otype.items())),
-    receptacles=tuple(sorted((r, t, rloc[r]) for r, t in rtype.items())),
-    agent_start=start[0],
-    facts=tuple(sorted(set(facts))),
-    can_contain=tuple(sorted(set(cc))),
+    objects=tuple(sorted(init.otype.items())),
+    receptacles=tuple(
+      sorted((r, t, init.rloc[r]) for r, t in init.rtype.items())
+    ),
+    agent_start=init.start[0],
+    facts=tuple(sorted(set(init.facts))),
+    can_contain=tuple(sorted(set(init.can_contain))),
     room=room,
     scene=scene,
   )

@@ -137,15 +137,13 @@ def _instances(game: Game, t: str) -> int:
   return sum(1 for _, ot in game.objects if ot == t)
 
 
-def _candidates(
-  game: Game, direction: str, rng: np.random.Generator
-) -> list[Game]:
-  recs, places, _, tip = _parts(game)
+def _object_token_swaps(game: Game, direction: str) -> list[Game]:
+  """Valid games whose goal object type is another non-lamp type in the room
+  with fewer (harder) / more (easier) instances than the current one."""
   look = game.task_type == "look_at_obj_in_light"
-  present_o = sorted({t for _, t in game.objects} - TOGGLEABLE)
   out: list[Game] = []
   n_now = _instances(game, game.object_target)
-  for o in present_o:  # swap the object token
+  for o in sorted({t for _, t in game.objects} - TOGGLEABLE):
     if o == game.object_target:
       continue
     n = _instances(game, o)
@@ -160,59 +158,101 @@ def _candidates(
         )
       except ValueError:
         pass
-  if not look:  # swap the receptacle token
-    for r in sorted({t for _, t in recs} - {game.parent_target}):
-      try:
-        out.append(apply_goal_tokens(game, game.object_target, r))
-      except ValueError:
-        pass
+  return out
+
+
+def _receptacle_token_swaps(game: Game, recs) -> list[Game]:
+  """Valid games whose goal receptacle type is another one in the room (none
+  for look_at_obj_in_light)."""
+  out: list[Game] = []
+  if game.task_type == "look_at_obj_in_light":
+    return out
+  for r in sorted({t for _, t in recs} - {game.parent_target}):
+    try:
+      out.append(apply_goal_tokens(game, game.object_target, r))
+    except ValueError:
+      pass
+  return out
+
+
+def _without_some_distractors(
+  game: Game, places, rng: np.random.Generator
+) -> list[Game]:
+  """The game with about half of its distractor objects (neither targets nor
+  lamps) dropped, drawn from ``rng``; none if it has no distractors."""
   distractors = [
     p for p in places if p[1] != game.object_target and p[1] not in TOGGLEABLE
   ]
+  if not distractors:
+    return []
+  keep = rng.permutation(len(distractors))[: len(distractors) // 2]
+  kept = {distractors[int(k)][0] for k in keep}
+  return [
+    _rebuild(
+      game,
+      placements=[p for p in places if p not in distractors or p[0] in kept],
+    )
+  ]
+
+
+def _with_target_tip(game: Game, places) -> list[Game]:
+  """The game with a tip naming the (first by id) receptacle holding a target
+  object; none if it has no target object."""
+  cg = CompiledGame(game)
+  src = sorted(r for o, t, r in places if t == game.object_target)
+  if not src:
+    return []
+  name = cg.rec_name[cg.ri[src[0].lower()]]
+  return [
+    _rebuild(
+      game,
+      tip=f"Tip: you can find a {game.object_target.lower()} in the {name}",
+    )
+  ]
+
+
+def _spots(recs, o: str) -> list[str]:
+  """Ids of the receptacles in ``recs`` that can contain object type ``o``."""
+  return [r for r, t in recs if can_contain(t, o)]
+
+
+def _with_new_distractors(
+  game: Game, recs, places, rng: np.random.Generator
+) -> list[Game]:
+  """The game with 1-2 copies each of about a third of the room's object types
+  not yet in it (drawn from ``rng``); none if no such type fits anywhere."""
+  present_o = sorted({t for _, t in game.objects} - TOGGLEABLE)
+  pool = [
+    o
+    for o in sorted(ROOM_OBJECTS.get(game.room, ()))
+    if o not in present_o and o != game.object_target
+  ]
+  pool = [o for o in pool if _spots(recs, o)]
+  if not pool:
+    return []
+  extra = list(places)
+  for k in rng.permutation(len(pool))[: max(1, len(pool) // 3)]:
+    o = pool[int(k)]
+    for j in range(int(rng.integers(1, 3))):
+      s = _spots(recs, o)
+      extra.append((object_id(o, j + 1), o, s[int(rng.integers(len(s)))]))
+  return [_rebuild(game, placements=extra)]
+
+
+def _candidates(
+  game: Game, direction: str, rng: np.random.Generator
+) -> list[Game]:
+  """Candidate variants of ``game`` in ``direction`` (not yet filtered by plan
+  length): goal-token swaps, then distractor / tip edits."""
+  recs, places, _, tip = _parts(game)
+  out = _object_token_swaps(game, direction)
+  out += _receptacle_token_swaps(game, recs)
   if direction == "easier":
-    if distractors:  # drop about half of the distractor objects
-      keep = rng.permutation(len(distractors))[: len(distractors) // 2]
-      kept = {distractors[int(k)][0] for k in keep}
-      out.append(
-        _rebuild(
-          game,
-          placements=[
-            p for p in places if p not in distractors or p[0] in kept
-          ],
-        )
-      )
+    out += _without_some_distractors(game, places, rng)
     if not tip:
-      cg = CompiledGame(game)
-      src = sorted(r for o, t, r in places if t == game.object_target)
-      if src:
-        name = cg.rec_name[cg.ri[src[0].lower()]]
-        out.append(
-          _rebuild(
-            game,
-            tip=(
-              f"Tip: you can find a {game.object_target.lower()} in the {name}"
-            ),
-          )
-        )
-  else:  # harder: add distractors of types not yet in the room
-    pool = [
-      o
-      for o in sorted(ROOM_OBJECTS.get(game.room, ()))
-      if o not in present_o and o != game.object_target
-    ]
-
-    def spots(o: str) -> list[str]:
-      return [r for r, t in recs if can_contain(t, o)]
-
-    pool = [o for o in pool if spots(o)]
-    if pool:
-      extra = list(places)
-      for k in rng.permutation(len(pool))[: max(1, len(pool) // 3)]:
-        o = pool[int(k)]
-        for j in range(int(rng.integers(1, 3))):
-          s = spots(o)
-          extra.append((object_id(o, j + 1), o, s[int(rng.integers(len(s)))]))
-      out.append(_rebuild(game, placements=extra))
+      out += _with_target_tip(game, places)
+  else:
+    out += _with_new_distractors(game, recs, places, rng)
   return out
 
 
@@ -262,27 +302,15 @@ def perturb_game(
   return good[int(rng.integers(len(good)))]
 
 
-def describe_game_for_proposal(game: Game) -> str:
-  """Compact English dump of the PDDL init (object/receptacle types ->
-  instances, canContain, grouped predicates) plus the current task, for an LLM
-  environment model's prompt."""
-  cg = CompiledGame(game)
-  st = cg.initial_state()
+def _type_instance_lines(game: Game, cg: CompiledGame) -> list[str]:
+  """``Object/Receptacle types -> instances`` blocks (sorted by type, then
+  name)."""
   by_otype, by_rtype = defaultdict(list), defaultdict(list)
   for o, (_, t) in enumerate(game.objects):
     by_otype[t].append(cg.obj_name[o])
   for r, (_, t, _) in enumerate(game.receptacles):
     by_rtype[t].append(cg.rec_name[r])
-  cc = defaultdict(list)
-  for r, o in game.can_contain:
-    cc[r].append(o)
-  lines = [
-    f"Task type: {game.task_type}",
-    f"Task: {game.task_text}",
-    f"Goal tokens: ({game.object_target}Type, "
-    f"{(game.toggle_target or game.parent_target)}Type)",
-    "Object types -> instances:",
-  ]
+  lines = ["Object types -> instances:"]
   lines += [
     f"  {t}Type: {', '.join(sorted(v))}" for t, v in sorted(by_otype.items())
   ]
@@ -290,40 +318,65 @@ def describe_game_for_proposal(game: Game) -> str:
   lines += [
     f"  {t}Type: {', '.join(sorted(v))}" for t, v in sorted(by_rtype.items())
   ]
-  lines.append("canContain (receptacle type: object types):")
+  return lines
+
+
+def _can_contain_lines(game: Game) -> list[str]:
+  """``canContain`` block: receptacle type -> object types, sorted."""
+  cc = defaultdict(list)
+  for r, o in game.can_contain:
+    cc[r].append(o)
+  lines = ["canContain (receptacle type: object types):"]
   lines += [
     f"  {r}Type: {', '.join(o + 'Type' for o in sorted(v))}"
     for r, v in sorted(cc.items())
   ]
-  lines.append("inReceptacle:")
+  return lines
+
+
+def _in_receptacle_lines(cg: CompiledGame) -> list[str]:
+  """``inReceptacle`` block: the initial contents of each non-empty
+  receptacle, in game order."""
+  st = cg.initial_state()
+  lines = ["inReceptacle:"]
   for r in range(len(cg.rec_ids)):
     if st.contents[r]:
       lines.append(
         f"  {cg.rec_name[r]}: "
         f"{', '.join(cg.obj_name[o] for o in cg.sorted_objs(st.contents[r]))}"
       )
+  return lines
+
+
+def _affordance_lines(cg: CompiledGame) -> list[str]:
+  """One ``label: names`` line per affordance that some entity has."""
+  recs, objs = range(len(cg.rec_ids)), range(len(cg.obj_ids))
+  lines = []
   for label, flags in (
-    (
-      "openable",
-      [cg.rec_name[r] for r in range(len(cg.rec_ids)) if cg.openable[r]],
-    ),
-    (
-      "heatable",
-      [cg.obj_name[o] for o in range(len(cg.obj_ids)) if cg.heatable[o]],
-    ),
-    (
-      "coolable",
-      [cg.obj_name[o] for o in range(len(cg.obj_ids)) if cg.coolable[o]],
-    ),
-    (
-      "cleanable",
-      [cg.obj_name[o] for o in range(len(cg.obj_ids)) if cg.cleanable[o]],
-    ),
-    (
-      "toggleable",
-      [cg.obj_name[o] for o in range(len(cg.obj_ids)) if cg.toggleable[o]],
-    ),
+    ("openable", [cg.rec_name[r] for r in recs if cg.openable[r]]),
+    ("heatable", [cg.obj_name[o] for o in objs if cg.heatable[o]]),
+    ("coolable", [cg.obj_name[o] for o in objs if cg.coolable[o]]),
+    ("cleanable", [cg.obj_name[o] for o in objs if cg.cleanable[o]]),
+    ("toggleable", [cg.obj_name[o] for o in objs if cg.toggleable[o]]),
   ):
     if flags:
       lines.append(f"{label}: {', '.join(sorted(flags))}")
+  return lines
+
+
+def describe_game_for_proposal(game: Game) -> str:
+  """Compact English dump of the PDDL init (object/receptacle types ->
+  instances, canContain, grouped predicates) plus the current task, for an LLM
+  environment model's prompt."""
+  cg = CompiledGame(game)
+  lines = [
+    f"Task type: {game.task_type}",
+    f"Task: {game.task_text}",
+    f"Goal tokens: ({game.object_target}Type, "
+    f"{(game.toggle_target or game.parent_target)}Type)",
+  ]
+  lines += _type_instance_lines(game, cg)
+  lines += _can_contain_lines(game)
+  lines += _in_receptacle_lines(cg)
+  lines += _affordance_lines(cg)
   return "\n".join(lines)
