@@ -251,20 +251,57 @@ def build_warm_start(
   reused = reused_policy(reuse_from, policy_key) if reuse_from else None
   store = begin_build(out_dir, digest, work_dir, log)
   if reused is not None:
-    store.adopt("policy_sft", policy_key, reused.policy_dir, reused.policy_info)
-    log(
-      f"[warmstart] stage policy_sft: taken from {reused.source} (config "
-      f"{reused.config_hash[:12]}, same drill and policy settings)"
-    )
+    _adopt_reused_policy(store, policy_key, reused, log)
   clock = StageClock(log)
   data = make_data(cfg)
   clock.lap("data")
-
-  tok_dir = os.path.join(out_dir, "tokenizer")
-  train_bpe_tokenizer(tokenizer_corpus(data), int(cfg["vocab_size"]), tok_dir)
-  tok = load_tokenizer(tok_dir)
+  tok = _train_tokenizer(cfg, data, os.path.join(out_dir, "tokenizer"))
   clock.lap("tokenizer")
+  models = _train_models(store, digest, policy_key, tok, data, cfg, clock, log)
+  metrics = _evaluate(models, reused, tok, data, cfg, log)
+  clock.lap("eval")
+  _save_models(models, tok, out_dir)
+  clock.lap("save")
+  times = clock.finish()
+  report = {**_report(cfg, digest, times, data, models, reused), **metrics}
+  write_marker(out_dir, digest, cfg, report, provenance)
+  log(f"[warmstart] done in {times['total']:.1f}s: {json.dumps(times)}")
+  return _build_result(out_dir, report)
 
+
+def _adopt_reused_policy(store, policy_key, reused: ReusedPolicy, log):
+  """Records the reused warm start's policy as this build's policy_sft
+  stage in `store`."""
+  store.adopt("policy_sft", policy_key, reused.policy_dir, reused.policy_info)
+  log(
+    f"[warmstart] stage policy_sft: taken from {reused.source} (config "
+    f"{reused.config_hash[:12]}, same drill and policy settings)"
+  )
+
+
+def _train_tokenizer(cfg, data: WarmStartData, tok_dir: str):
+  """Stage tokenizer: byte-level BPE on the data's corpus, saved to tok_dir
+  and loaded back."""
+  train_bpe_tokenizer(tokenizer_corpus(data), int(cfg["vocab_size"]), tok_dir)
+  return load_tokenizer(tok_dir)
+
+
+@dataclasses.dataclass(frozen=True)
+class _TrainedModels:
+  """The training stages' results: the drill base, the SFT'd policy with
+  its curves, and the judge stage."""
+
+  drill: _DrillBase
+  policy: Qwen
+  policy_info: dict
+  judge: JudgeStage
+
+
+def _train_models(
+  store, digest, policy_key, tok, data, cfg, clock: StageClock, log
+) -> _TrainedModels:
+  """Stages drill (only when the policy stage still needs it), policy_sft
+  and rm_sft, each timed on `clock`."""
   model_cfg = model_config(cfg, tok)
   drill = _DrillBase(store, policy_key, model_cfg, tok, data, cfg, log)
   if store.done("policy_sft", policy_key) is None:
@@ -276,29 +313,26 @@ def build_warm_start(
   clock.lap("policy_sft")
   judge = _judge_stage(store, digest, drill, policy, tok, data, cfg, log)
   clock.lap("rm_sft")
-  metrics = _evaluate(policy, judge, drill, reused, tok, data, cfg, log)
-  clock.lap("eval")
-  save_qwen(policy, os.path.join(out_dir, "policy"), tokenizer=tok)
-  save_qwen(judge.model, os.path.join(out_dir, "reward"), tokenizer=tok)
-  clock.lap("save")
-  times = clock.finish()
-  report = _report(
-    cfg, digest, times, data, policy, policy_info, judge, drill, reused
-  )
-  report.update(metrics)
-  write_marker(out_dir, digest, cfg, report, provenance)
-  log(f"[warmstart] done in {times['total']:.1f}s: {json.dumps(times)}")
+  return _TrainedModels(drill, policy, policy_info, judge)
+
+
+def _save_models(models: _TrainedModels, tok, out_dir: str) -> None:
+  """Stage save: the policy and judge as Hugging Face directories."""
+  save_qwen(models.policy, os.path.join(out_dir, "policy"), tokenizer=tok)
+  save_qwen(models.judge.model, os.path.join(out_dir, "reward"), tokenizer=tok)
+
+
+def _build_result(out_dir: str, report: dict) -> dict:
+  """build_warm_start's result: the three model directories and report."""
   return {
-    "tokenizer_dir": tok_dir,
+    "tokenizer_dir": os.path.join(out_dir, "tokenizer"),
     "policy_dir": os.path.join(out_dir, "policy"),
     "reward_dir": os.path.join(out_dir, "reward"),
     "report": report,
   }
 
 
-def _report(
-  cfg, digest, times, data, policy, policy_info, judge, drill, reused
-):
+def _report(cfg, digest, times, data, models: _TrainedModels, reused):
   """The provenance report's build part: config, hash, stage times, data,
   sizes, curves (and where a reused policy stage came from)."""
   report = {
@@ -308,12 +342,12 @@ def _report(
     "cache_hit": False,
     "data": data.summary(),
     "num_policy_examples": len(data.pol_ex),
-    "num_rm_examples": judge.num_examples,
-    "num_params": int(sum(x.size for x in jax_leaves(policy))),
+    "num_rm_examples": models.judge.num_examples,
+    "num_params": int(sum(x.size for x in jax_leaves(models.policy))),
     "curves": {
-      "drill": drill.info(reused),
-      "policy_sft": policy_info,
-      "rm_sft": judge.info,
+      "drill": models.drill.info(reused),
+      "policy_sft": models.policy_info,
+      "rm_sft": models.judge.info,
     },
   }
   if reused is not None:
@@ -327,9 +361,10 @@ def _report(
   return report
 
 
-def _evaluate(policy, judge: JudgeStage, drill, reused, tok, data, cfg, log):
+def _evaluate(models: _TrainedModels, reused, tok, data, cfg, log):
   """The final metrics (`build_metrics.final_metrics`) with the policy's
   held-out losses before and after SFT."""
+  policy, judge, drill = models.policy, models.judge, models.drill
   metrics = build_metrics.final_metrics(
     policy, judge.model, tok, data, cfg, judge.probe_records, log
   )

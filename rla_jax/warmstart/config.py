@@ -166,32 +166,61 @@ def resolve_config(cfg=None) -> dict[str, Any]:
   Unknown keys and bad values raise ConfigError naming the key (catches
   typos early).
   """
-  out = default_warmstart_config()
-  for key, value in _plain(cfg or {}).items():
+  out = _merge_overrides(default_warmstart_config(), _plain(cfg or {}))
+  _check_room_size(out)
+  out["levels"] = _checked_levels(out["levels"])
+  _check_choices(out)
+  _check_shares(out)
+  _check_counts(out)
+  return out
+
+
+def _merge_overrides(out: dict[str, Any], overrides: dict) -> dict[str, Any]:
+  """`out` updated in place by `overrides`, nested dicts key by key;
+  ConfigError for a key `out` lacks."""
+  for key, value in overrides.items():
     if key not in out:
       raise ConfigError(
         f"warm-start config: unknown key {key!r}; known: {sorted(out)}"
       )
     if isinstance(out[key], dict):
-      value = _plain(value)
-      for sub, v in value.items():
-        if sub not in out[key]:
-          raise ConfigError(
-            f"warm-start config: unknown key {key}.{sub}; "
-            f"known: {sorted(out[key])}"
-          )
-        out[key][sub] = v
+      _merge_section(out[key], key, _plain(value))
     else:
       out[key] = value
+  return out
+
+
+def _merge_section(section: dict, name: str, overrides: dict) -> None:
+  """Nested field `name`'s dict updated in place by `overrides`; ConfigError
+  for a sub-key it lacks."""
+  for sub, value in overrides.items():
+    if sub not in section:
+      raise ConfigError(
+        f"warm-start config: unknown key {name}.{sub}; known: {sorted(section)}"
+      )
+    section[sub] = value
+
+
+def _check_room_size(out: dict[str, Any]) -> None:
+  """ConfigError unless room_size is "small" or "full"."""
   if out["room_size"] not in ("small", "full"):
     raise ConfigError(
       f"warm-start config: room_size must be 'small' or "
       f"'full', got {out['room_size']!r}"
     )
+
+
+def _checked_levels(levels) -> list:
+  """The levels, each checked by `check_level`; ConfigError for a bad one."""
   try:
-    out["levels"] = [check_level(level) for level in out["levels"]]
+    return [check_level(level) for level in levels]
   except (TypeError, ValueError) as e:
     raise ConfigError(f"warm-start config: levels: {e}") from e
+
+
+def _check_choices(out: dict[str, Any]) -> None:
+  """ConfigError unless demo_expert, policy_answer and rm_init each name
+  one of their known options."""
   if out["demo_expert"] not in EXPERTS:
     raise ConfigError(
       f"warm-start config: demo_expert must be one of "
@@ -207,6 +236,11 @@ def resolve_config(cfg=None) -> dict[str, Any]:
       f"warm-start config: rm_init must be 'policy', 'drill' "
       f"or 'scratch', got {out['rm_init']!r}"
     )
+
+
+def _check_shares(out: dict[str, Any]) -> None:
+  """ConfigError unless rm_positive_share is in (0, 1) and
+  demo_verb_balance in [0, 1]."""
   if not 0.0 < float(out["rm_positive_share"]) < 1.0:
     raise ConfigError(
       f"warm-start config: rm_positive_share must be in (0, 1), "
@@ -217,17 +251,23 @@ def resolve_config(cfg=None) -> dict[str, Any]:
       f"warm-start config: demo_verb_balance must be in [0, 1], "
       f"got {out['demo_verb_balance']!r}"
     )
-  for key in (
-    "num_pretrain_games",
-    "num_demo_episodes",
-    "num_rm_episodes",
-    "num_rm_examples",
-  ):
+
+
+_COUNT_FIELDS = (
+  "num_pretrain_games",
+  "num_demo_episodes",
+  "num_rm_episodes",
+  "num_rm_examples",
+)
+
+
+def _check_counts(out: dict[str, Any]) -> None:
+  """ConfigError unless every _COUNT_FIELDS field is at least 1."""
+  for key in _COUNT_FIELDS:
     if int(out[key]) < 1:
       raise ConfigError(
         f"warm-start config: {key} must be >= 1, got {out[key]}"
       )
-  return out
 
 
 def text_formats() -> dict[str, str]:

@@ -28,7 +28,7 @@ import io
 import json
 import pickle
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from rla_jax.envs.coding.tasks import (
@@ -158,80 +158,154 @@ def _lcb_tests(row: Mapping) -> list[tuple[str, str]]:
   return [(c["input"], c["output"]) for c in cases]
 
 
+@dataclasses.dataclass(frozen=True)
+class _RowFields:
+  """A row's task fields as its format gives them; time_limit_s is the
+  row's own limit or the format's default."""
+
+  task_id: str
+  question: str
+  tests: list[tuple[str, str]]
+  time_limit_s: float
+  difficulty: float
+
+
+def _check_format(fmt: str) -> None:
+  """ValueError unless `fmt` is one of FORMATS."""
+  if fmt not in FORMATS:
+    raise ValueError(
+      f"unknown dataset format {fmt!r}; expected one of {FORMATS}"
+    )
+
+
+def _cure_fields(row: Mapping, default_id: str) -> _RowFields:
+  """The task fields of a CURE row."""
+  question = _require(row, "question", str)
+  tests = _paired(
+    _str_list(row, "test_input"),
+    _str_list(row, "test_output"),
+    "test_input/test_output",
+  )
+  task_id = str(row.get("task_id", row.get("id", default_id)))
+  limit = DEFAULT_TIME_LIMIT["cure"]
+  if "test_time_limit" in row:
+    limit = _require(row, "test_time_limit", (int, float))
+  difficulty = difficulty_from_label(row.get("difficulty"))
+  return _RowFields(task_id, question, tests, limit, difficulty)
+
+
+def _codecontests_fields(row: Mapping, default_id: str) -> _RowFields:
+  """The task fields of a code_contests row."""
+  question = _require(row, "description", str)
+  task_id = str(row.get("name", default_id))
+  tests = _codecontests_tests(row)
+  limit = _codecontests_time_limit(row)
+  difficulty = difficulty_from_label(row.get("difficulty"))
+  return _RowFields(task_id, question, tests, limit, difficulty)
+
+
+def _codecontests_tests(row: Mapping) -> list[tuple[str, str]]:
+  """The public, private and generated tests of a code_contests row."""
+  tests = []
+  for key in ("public_tests", "private_tests", "generated_tests"):
+    group = row.get(key, {"input": [], "output": []})
+    if not isinstance(group, dict):
+      raise DatasetFormatError(
+        f"key {key!r} must be an object with input/output lists"
+      )
+    tests += _paired(_str_list(group, "input"), _str_list(group, "output"), key)
+  return tests
+
+
+def _codecontests_time_limit(row: Mapping) -> float:
+  """A code_contests row's time_limit {seconds, nanos} in seconds, or the
+  format's default when it is missing or zero."""
+  tl = row.get("time_limit")
+  if isinstance(tl, dict) and (tl.get("seconds") or tl.get("nanos")):
+    return float(tl.get("seconds") or 0) + float(tl.get("nanos") or 0) / 1e9
+  return DEFAULT_TIME_LIMIT["codecontests"]
+
+
+def _livecodebench_fields(row: Mapping, default_id: str) -> _RowFields:
+  """The task fields of a LiveCodeBench row (its id is required)."""
+  del default_id
+  return _lcb_style_fields(
+    row, "livecodebench", lambda r: _require(r, "question_content", str)
+  )
+
+
+def _livebench_fields(row: Mapping, default_id: str) -> _RowFields:
+  """The task fields of a LiveBench coding row (its id is required)."""
+  del default_id
+  return _lcb_style_fields(row, "livebench", _livebench_question)
+
+
+def _lcb_style_fields(
+  row: Mapping, fmt: str, question_of: Callable[[Mapping], str]
+) -> _RowFields:
+  """The task fields of a row with LiveCodeBench ids, test cases and
+  difficulty; `question_of` reads the format's question."""
+  task_id = str(_require(row, "question_id", (str, int)))
+  question = question_of(row)
+  tests = _lcb_tests(row)
+  difficulty = difficulty_from_label(
+    row.get("difficulty", (row.get("original_json") or {}).get("difficulty"))
+  )
+  return _RowFields(
+    task_id, question, tests, DEFAULT_TIME_LIMIT[fmt], difficulty
+  )
+
+
+def _livebench_question(row: Mapping) -> str:
+  """A LiveBench row's original_json.question_content, else its turns[0]."""
+  original = (
+    row.get("original_json")
+    if isinstance(row.get("original_json"), dict)
+    else {}
+  )
+  question = original.get("question_content") or (row.get("turns") or [None])[0]
+  if not isinstance(question, str):
+    raise DatasetFormatError(
+      "needs original_json.question_content or a string turns[0]"
+    )
+  return question
+
+
+_ROW_FIELDS: dict[str, Callable[[Mapping, str], _RowFields]] = {
+  "cure": _cure_fields,
+  "codecontests": _codecontests_fields,
+  "livecodebench": _livecodebench_fields,
+  "livebench": _livebench_fields,
+}
+
+
 def row_to_task(
   row: Any, fmt: str, default_id: str, time_limit_s: float | None = None
 ) -> Task:
   """One parsed JSON row -> Task (raises DatasetFormatError /
   UnsupportedTaskError)."""
-  if fmt not in FORMATS:
-    raise ValueError(
-      f"unknown dataset format {fmt!r}; expected one of {FORMATS}"
-    )
+  _check_format(fmt)
   if not isinstance(row, dict):
     raise DatasetFormatError(
       f"row must be a JSON object, got {type(row).__name__}"
     )
-  limit, difficulty = DEFAULT_TIME_LIMIT[fmt], 0.0
-  if fmt == "cure":
-    question = _require(row, "question", str)
-    tests = _paired(
-      _str_list(row, "test_input"),
-      _str_list(row, "test_output"),
-      "test_input/test_output",
-    )
-    task_id = str(row.get("task_id", row.get("id", default_id)))
-    if "test_time_limit" in row:
-      limit = _require(row, "test_time_limit", (int, float))
-    difficulty = difficulty_from_label(row.get("difficulty"))
-  elif fmt == "codecontests":
-    question = _require(row, "description", str)
-    task_id = str(row.get("name", default_id))
-    tests = []
-    for key in ("public_tests", "private_tests", "generated_tests"):
-      group = row.get(key, {"input": [], "output": []})
-      if not isinstance(group, dict):
-        raise DatasetFormatError(
-          f"key {key!r} must be an object with input/output lists"
-        )
-      tests += _paired(
-        _str_list(group, "input"), _str_list(group, "output"), key
-      )
-    tl = row.get("time_limit")
-    if isinstance(tl, dict) and (tl.get("seconds") or tl.get("nanos")):
-      limit = float(tl.get("seconds") or 0) + float(tl.get("nanos") or 0) / 1e9
-    difficulty = difficulty_from_label(row.get("difficulty"))
-  else:
-    task_id = str(_require(row, "question_id", (str, int)))
-    if fmt == "livecodebench":
-      question = _require(row, "question_content", str)
-    else:
-      original = (
-        row.get("original_json")
-        if isinstance(row.get("original_json"), dict)
-        else {}
-      )
-      question = (
-        original.get("question_content") or (row.get("turns") or [None])[0]
-      )
-      if not isinstance(question, str):
-        raise DatasetFormatError(
-          "needs original_json.question_content or a string turns[0]"
-        )
-    tests = _lcb_tests(row)
-    difficulty = difficulty_from_label(
-      row.get("difficulty", (row.get("original_json") or {}).get("difficulty"))
-    )
-  if not tests:
+  fields = _ROW_FIELDS[fmt](row, default_id)
+  if not fields.tests:
     raise DatasetFormatError("row has no tests")
-  if time_limit_s is not None:
-    limit = time_limit_s
+  return _task_from_fields(fields, time_limit_s)
+
+
+def _task_from_fields(fields: _RowFields, time_limit_s: float | None) -> Task:
+  """The Task of `fields`, its time limit overridden by `time_limit_s` unless
+  None; DatasetFormatError for fields Task refuses."""
+  limit = fields.time_limit_s if time_limit_s is None else time_limit_s
   try:
     return Task(
-      task_id=task_id,
-      question=question,
-      tests=cap_tests(tests),
+      task_id=fields.task_id,
+      question=fields.question,
+      tests=cap_tests(fields.tests),
       time_limit_s=limit,
-      difficulty=difficulty,
+      difficulty=fields.difficulty,
     )
   except TaskFormatError as e:
     raise DatasetFormatError(str(e)) from None
@@ -253,10 +327,7 @@ def load_jsonl_tasks(
 ) -> LoadReport:
   """Read one JSONL file of ``fmt`` rows into Tasks (tests capped at 8; ids must
   be unique)."""
-  if fmt not in FORMATS:
-    raise ValueError(
-      f"unknown dataset format {fmt!r}; expected one of {FORMATS}"
-    )
+  _check_format(fmt)
   report = LoadReport(tasks=[])
   seen: set[str] = set()
   for line_no, line in _iter_lines(path):
