@@ -8,6 +8,7 @@ programs and `_play`, and keeps `eval_start` and `eval_rule_logged` on it.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -33,6 +34,25 @@ CODING_PAIRING_FIELDS = (
   "programs_per_task",
   "tests_per_task",
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalOutcomes:
+  """The eval runs' results, per eval task: gt_pass [P] (programs passing
+  the task's tests), gen_pass [P, U] (program p passing generated test u),
+  valid_tests [U] and reference_pass (`_reference_pass`); runs: the
+  per-run "code" and "ut" outcomes (`code_outcomes`, `ut_outcomes`)."""
+
+  gt_pass: list[np.ndarray]
+  gen_pass: list[np.ndarray]
+  valid_tests: list[np.ndarray]
+  reference_pass: list[np.ndarray | None]
+  runs: dict[str, list]
+
+  @property
+  def by_reference(self) -> bool:
+    """Whether every eval task has a reference program to judge tests."""
+    return all(r is not None for r in self.reference_pass)
 
 
 class CodingEvaluation:
@@ -101,48 +121,71 @@ class CodingEvaluation:
     is not the mean of the UT outcomes), eval/{code,ut}_runs always.
     eval/seconds is its wall time.
     """
-    c = self.config
     t0 = time.perf_counter()
-    played = self._play(
+    outcomes = self._eval_outcomes(self._play_eval_tasks())
+    out = {f"eval/{k}": v for k, v in self._eval_scores(outcomes).items()}
+    self._log_eval_rules(outcomes.reference_pass)
+    out.update(self._paired_changes(step, outcomes))
+    out[keys.EVAL_SECONDS] = time.perf_counter() - t0
+    return out
+
+  def _play_eval_tasks(self) -> list:
+    """Every eval task's programs and tests, sampled from eval.seed's
+    seeds (not the step's: the same at every evaluation)."""
+    c = self.config
+    return self._play(
       self.eval_tasks,
-      c.eval.seed,  # not the step: the same seeds at every evaluation
+      c.eval.seed,
       c.eval,
       {},
       c.eval.programs_per_task,
       c.eval.tests_per_task,
     )
+
+  def _eval_outcomes(self, played) -> EvalOutcomes:
+    """The played runs' execution results, the tests judged by the
+    reference programs, and the per-run code and UT outcomes."""
     gt = [r.execution.gt_pass for r in played]
     gen = [r.execution.gen_pass for r in played]
     valid = [r.execution.valid_tests for r in played]
     reference_pass = self._reference_pass(played)
-    by_reference = all(r is not None for r in reference_pass)
     runs = {
       "code": code_outcomes(gt),
       "ut": ut_outcomes(gt, gen, valid, reference_pass),
     }
-    m = coding_metrics(gt, gen, valid)
-    if by_reference:
-      m["ut"] = float(np.mean(runs["ut"])) if runs["ut"] else 0.0
-    m.update(selection_metrics(gt, gen, valid))
-    out = {f"eval/{k}": v for k, v in m.items()}
-    self._log_eval_rules(reference_pass)
+    return EvalOutcomes(gt, gen, valid, reference_pass, runs)
+
+  def _eval_scores(self, outcomes: EvalOutcomes) -> dict:
+    """Code / UT / Detect (`coding_metrics`; UT by the reference programs
+    where every task has one) and the tests' selection metrics."""
+    o = outcomes
+    m = coding_metrics(o.gt_pass, o.gen_pass, o.valid_tests)
+    if o.by_reference:
+      ut = o.runs["ut"]
+      m["ut"] = float(np.mean(ut)) if ut else 0.0
+    m.update(selection_metrics(o.gt_pass, o.gen_pass, o.valid_tests))
+    return m
+
+  def _paired_changes(self, step: int, outcomes: EvalOutcomes) -> dict:
+    """eval/{code,ut}_runs and, after the start evaluation (which keeps its
+    outcomes in eval_start), the changes paired against it."""
     first = self.eval_start is None and step < 0  # the start evaluation
     if first:
       self.eval_start = evaluation.StartOutcomes.of(
-        runs, self.eval_pairing_settings()
+        outcomes.runs, self.eval_pairing_settings()
       )
     start = None if first or self.eval_start is None else self.eval_start.won
-    for name, outcomes in runs.items():
-      paired = start is not None and len(outcomes) > 0
+    out = {}
+    for name, runs in outcomes.runs.items():
+      paired = start is not None and len(runs) > 0
       out.update(
         evaluation.paired_metrics(
           keys.paired_keys(name),
-          outcomes,
+          runs,
           start[name] if paired else None,
-          with_change_start=name == "ut" and not by_reference,
+          with_change_start=name == "ut" and not outcomes.by_reference,
         )
       )
-    out[keys.EVAL_SECONDS] = time.perf_counter() - t0
     return out
 
   def _log_eval_rules(self, reference_pass) -> None:

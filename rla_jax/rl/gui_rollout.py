@@ -98,12 +98,24 @@ class GuiEpisode:
     return [isinstance(a, GuiAction) for a in self.actions]
 
 
-def _policy_prompt(ep: GuiEpisode, encoder, tokenizer, history_images: int):
+@dataclasses.dataclass(frozen=True)
+class PolicyPrompt:
+  """A policy prompt's token ids and the images its placeholders hold."""
+
+  ids: list[int]
+  images: list[vision_inputs.Image]
+
+
+def _policy_prompt(
+  ep: GuiEpisode, encoder, tokenizer, history_images: int
+) -> PolicyPrompt:
+  """The prompt of ep's next step: the task, its earlier actions and its
+  last history_images screenshots."""
   images = ep.images[-history_images:]
   text = gui_prompts.policy_prompt(
     ep.instruction, [action_summary(a) for a in ep.actions], len(images)
   )
-  return encoder.prompt_ids(tokenizer, text, images), images
+  return PolicyPrompt(encoder.prompt_ids(tokenizer, text, images), images)
 
 
 def rollout_gui_episodes(
@@ -156,6 +168,100 @@ def _observe(ep: GuiEpisode, obs, encoder) -> None:
   ep.instruction = ep.instruction or obs.instruction
 
 
+@dataclasses.dataclass
+class _Wave:
+  """The episodes of one wave (episode i in slot i of num_slots; the
+  sampler's row seed of slot i is offset + i) and which have ended."""
+
+  episodes: list[GuiEpisode]
+  done: list[bool]
+  offset: int
+  num_slots: int
+
+  def live_slots(self) -> list[int]:
+    """The slots whose episode has not ended nor used its step budget."""
+    return [
+      i
+      for i, ep in enumerate(self.episodes)
+      if not self.done[i] and ep.num_steps < ep.task.max_steps
+    ]
+
+
+def _start_wave(tasks, offset, env, encoder) -> _Wave:
+  """Resets the environment with tasks[i] in slot i (idle slots replay
+  tasks[0], unused) and observes every task's first screenshot."""
+  N = env.num_envs
+  idle = N - len(tasks)
+  pages = [t.page for t in tasks] + [tasks[0].page] * idle
+  seeds = [t.seed for t in tasks] + [tasks[0].seed] * idle
+  if hasattr(env, "set_step_limits"):  # OSWorld: evaluate at the budget
+    env.set_step_limits([t.max_steps for t in tasks] + [0] * idle)
+  obs = env.reset(pages, seeds)
+  episodes = [GuiEpisode(task) for task in tasks]
+  for ep, o in zip(episodes, obs, strict=False):
+    _observe(ep, o, encoder)
+  done = [bool(o.done) for o in obs[: len(tasks)]]
+  return _Wave(episodes, done, offset, N)
+
+
+def _record_reply(
+  ep: GuiEpisode, prompt: PolicyPrompt, tokens, logprobs, tokenizer
+) -> GuiAction | InvalidAction:
+  """Decodes and parses a sampled reply; appends the step to ep."""
+  text = tokenizer.decode(tokens, skip_special_tokens=True)
+  height, width = ep.screenshots[-1].shape[:2]
+  action = parse_action(text, width, height)
+  ep.prompt_ids.append(prompt.ids)
+  ep.prompt_images.append(prompt.images)
+  ep.response_texts.append(text)
+  ep.response_ids.append(tokens)
+  ep.logprobs.append(logprobs)
+  ep.actions.append(action)
+  return action
+
+
+def _policy_turn(
+  wave: _Wave,
+  live: list[int],
+  sampler,
+  tokenizer,
+  encoder,
+  *,
+  seed,
+  params,
+  history_images,
+) -> list:
+  """Samples every live slot's reply in one sampler call and records it;
+  returns the action of every slot (None for the others)."""
+  prompts = {
+    i: _policy_prompt(wave.episodes[i], encoder, tokenizer, history_images)
+    for i in live
+  }
+  out = sampler.generate(
+    [prompts[i].ids for i in live],
+    images=[prompts[i].images for i in live],
+    seed=seed,
+    row_seeds=[wave.offset + i for i in live],
+    **dataclasses.asdict(params),
+  )
+  actions: list = [None] * wave.num_slots
+  for j, i in enumerate(live):
+    actions[i] = _record_reply(
+      wave.episodes[i], prompts[i], out.tokens[j], out.logprobs[j], tokenizer
+    )
+  return actions
+
+
+def _step_wave(wave: _Wave, live: list[int], actions, env, encoder) -> None:
+  """Applies the actions; observes the live slots' screenshots, success
+  and end."""
+  obs = env.step(actions)
+  for i in live:
+    _observe(wave.episodes[i], obs[i], encoder)
+    wave.episodes[i].won = bool(obs[i].success)
+    wave.done[i] = bool(obs[i].done)
+
+
 def _play_wave(
   tasks,
   offset,
@@ -171,59 +277,28 @@ def _play_wave(
 ) -> list[GuiEpisode]:
   """One wave: tasks[i] in slot i (idle slots replay tasks[0], unused)."""
   t0 = time.perf_counter()
-  N = env.num_envs
-  pages = [t.page for t in tasks] + [tasks[0].page] * (N - len(tasks))
-  seeds = [t.seed for t in tasks] + [tasks[0].seed] * (N - len(tasks))
-  if hasattr(env, "set_step_limits"):  # OSWorld: evaluate at the budget
-    env.set_step_limits([t.max_steps for t in tasks] + [0] * (N - len(tasks)))
-  obs = env.reset(pages, seeds)
-  episodes = [GuiEpisode(task) for task in tasks]
-  for ep, o in zip(episodes, obs, strict=False):
-    _observe(ep, o, encoder)
-  done = [bool(o.done) for o in obs[: len(tasks)]]
+  wave = _start_wave(tasks, offset, env, encoder)
   timings["env"] += time.perf_counter() - t0
   for turn in range(max(t.max_steps for t in tasks)):
-    live = [
-      i
-      for i, ep in enumerate(episodes)
-      if not done[i] and ep.num_steps < ep.task.max_steps
-    ]
+    live = wave.live_slots()
     if not live:
       break
     t0 = time.perf_counter()
-    prompts = {
-      i: _policy_prompt(episodes[i], encoder, tokenizer, history_images)
-      for i in live
-    }
-    out = sampler.generate(
-      [prompts[i][0] for i in live],
-      images=[prompts[i][1] for i in live],
+    actions = _policy_turn(
+      wave,
+      live,
+      sampler,
+      tokenizer,
+      encoder,
       seed=derive_seed(seed, turn),
-      row_seeds=[offset + i for i in live],
-      **dataclasses.asdict(params),
+      params=params,
+      history_images=history_images,
     )
-    actions: list = [None] * N
-    for j, i in enumerate(live):
-      ep = episodes[i]
-      text = tokenizer.decode(out.tokens[j], skip_special_tokens=True)
-      height, width = ep.screenshots[-1].shape[:2]
-      action = parse_action(text, width, height)
-      ep.prompt_ids.append(prompts[i][0])
-      ep.prompt_images.append(prompts[i][1])
-      ep.response_texts.append(text)
-      ep.response_ids.append(out.tokens[j])
-      ep.logprobs.append(out.logprobs[j])
-      ep.actions.append(action)
-      actions[i] = action
     t1 = time.perf_counter()
     timings["policy_sampling"] += t1 - t0
-    obs = env.step(actions)
-    for i in live:
-      _observe(episodes[i], obs[i], encoder)
-      episodes[i].won = bool(obs[i].success)
-      done[i] = bool(obs[i].done)
+    _step_wave(wave, live, actions, env, encoder)
     timings["env"] += time.perf_counter() - t1
-  return episodes
+  return wave.episodes
 
 
 @dataclasses.dataclass(frozen=True)

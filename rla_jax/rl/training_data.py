@@ -173,6 +173,86 @@ def _images(table, *index) -> tuple:
   return tuple(table)
 
 
+@dataclasses.dataclass(frozen=True)
+class TaskRollouts:
+  """One task's N rollouts (rows: their indices in the step's episodes),
+  judge scores S [N, K, m] (float32), real-step mask M [N, K], success
+  won and outcome O [N], and step rewards R [N, K] = O + lambda * mean S."""
+
+  episodes: list
+  rows: list[int]
+  scores: np.ndarray
+  mask: np.ndarray
+  won: np.ndarray
+  accuracy: float
+  outcome: np.ndarray
+  rewards: np.ndarray
+
+
+def task_rollouts(
+  episodes, scores, mask, rows: list[int], cfg: RewardConfig
+) -> TaskRollouts:
+  """The task's rows of episodes / scores / mask and its rewards
+  R[n, k] = O_n + lambda * mean_j S[n, k, j] (S = 0 without the judge)."""
+  eps = [episodes[i] for i in rows]
+  S = scores[rows].astype(np.float32)
+  M = mask[rows]
+  won = np.array([e.won for e in eps])
+  outcome = outcome_from_success(won).astype(np.float32)
+  S_used = S if cfg.use_judge_signal else np.zeros_like(S)
+  R = integrated_step_rewards(outcome, S_used, M, lam=cfg.lam)
+  return TaskRollouts(eps, rows, S, M, won, float(won.mean()), outcome, R)
+
+
+def policy_samples(task: TaskRollouts, cfg: RewardConfig) -> list[Sample]:
+  """One sample per real step with advantage A under cfg.advantage (the
+  step-index standardisation of R, or GiGPO's), A == 0 dropped if
+  cfg.drop_zero_advantage."""
+  A = policy_advantages(
+    task.episodes, task.outcome, task.rewards, task.mask, cfg
+  )
+  keep = policy_sample_keep_mask(A, task.mask, cfg.drop_zero_advantage)
+  return [
+    Sample(
+      ep.prompt_ids[k],
+      ep.response_ids[k],
+      ep.logprobs[k],
+      float(A[n, k]),
+      _images(getattr(ep, "prompt_images", None), k),
+    )
+    for n, ep in enumerate(task.episodes)
+    for k in range(ep.num_steps)
+    if keep[n, k]
+  ]
+
+
+def reward_model_samples(
+  task: TaskRollouts, judgements, cfg: RewardConfig
+) -> list[Sample]:
+  """One sample per judgement j of step k of rollout n, with the consistency
+  feedback raw[n, k, j] = R[n, k] * S[n, k, j] (-2 if unparseable)
+  standardised over the step's m judgements as its advantage (weighted so
+  won and lost episodes count equally if cfg.rm_balance_outcomes)."""
+  raw = consistency_feedback_rewards(task.rewards, task.scores, task.mask)
+  A, keep = standardize_over_judgements(raw, task.mask)
+  if cfg.rm_balance_outcomes:
+    A = A * outcome_balance_weights(task.won, keep)[:, None, None]
+  images = getattr(judgements, "prompt_images", None)
+  return [
+    Sample(
+      judgements.prompt_ids[row][k],
+      judgements.response_ids[row][k][j],
+      judgements.logprobs[row][k][j],
+      float(A[n, k, j]),
+      _images(images, row, k),
+    )
+    for n, row in enumerate(task.rows)
+    for k in range(task.episodes[n].num_steps)
+    for j in range(task.scores.shape[2])
+    if keep[n, k, j]
+  ]
+
+
 def task_samples(
   episodes,
   scores: np.ndarray,
@@ -189,51 +269,18 @@ def task_samples(
   rollouts; scores: [N_all, K, m]; mask: [N_all, K]. Returns (policy
   samples, reward-model samples, stats).
   """
-  eps = [episodes[i] for i in rows]
-  S = scores[rows].astype(np.float32)
-  M = mask[rows]
-  won = np.array([e.won for e in eps])
-  acc = float(won.mean())
-  outcome = outcome_from_success(won).astype(np.float32)
-  S_used = S if cfg.use_judge_signal else np.zeros_like(S)
-  R = integrated_step_rewards(outcome, S_used, M, lam=cfg.lam)
+  task = task_rollouts(episodes, scores, mask, rows, cfg)
+  acc = task.accuracy
   stats = {"accuracy": acc, "policy_in_band": False, "rm_in_band": False}
   policy, rm = [], []
   if accuracy_in_band(acc, *cfg.policy_band):
     stats["policy_in_band"] = True
-    A = policy_advantages(eps, outcome, R, M, cfg)
+    policy = policy_samples(task, cfg)
     if cfg.advantage == "gigpo":
-      stats.update(gigpo_credit_counts(eps, outcome, M, cfg))
-    keep = policy_sample_keep_mask(A, M, cfg.drop_zero_advantage)
-    for n, ep in enumerate(eps):
-      for k in range(ep.num_steps):
-        if keep[n, k]:
-          policy.append(
-            Sample(
-              ep.prompt_ids[k],
-              ep.response_ids[k],
-              ep.logprobs[k],
-              float(A[n, k]),
-              _images(getattr(ep, "prompt_images", None), k),
-            )
-          )
+      stats.update(
+        gigpo_credit_counts(task.episodes, task.outcome, task.mask, cfg)
+      )
   if train_rm and accuracy_in_band(acc, *cfg.rm_band):
     stats["rm_in_band"] = True
-    raw = consistency_feedback_rewards(R, S, M)
-    A_rm, keep = standardize_over_judgements(raw, M)
-    if cfg.rm_balance_outcomes:
-      A_rm = A_rm * outcome_balance_weights(won, keep)[:, None, None]
-    for n, row in enumerate(rows):
-      for k in range(eps[n].num_steps):
-        for j in range(S.shape[2]):
-          if keep[n, k, j]:
-            rm.append(
-              Sample(
-                judgements.prompt_ids[row][k],
-                judgements.response_ids[row][k][j],
-                judgements.logprobs[row][k][j],
-                float(A_rm[n, k, j]),
-                _images(getattr(judgements, "prompt_images", None), row, k),
-              )
-            )
+    rm = reward_model_samples(task, judgements, cfg)
   return policy, rm, stats
