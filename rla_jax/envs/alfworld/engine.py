@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 
-from rla_jax.envs.alfworld.game import Game
+from rla_jax.envs.alfworld.game import PROPERTY_PREDICATES, Game
 from rla_jax.envs.alfworld.text import (
   HELP_TEXT,
   INTRO_HEADER,
@@ -23,18 +23,6 @@ from rla_jax.envs.alfworld.text import (
   display_list,
   examine_object_text,
   with_article,
-)
-
-# Unary facts that mark an entity's affordances (CompiledGame flags).
-_AFFORDANCES = (
-  "openable",
-  "pickupable",
-  "cleanable",
-  "heatable",
-  "coolable",
-  "sliceable",
-  "toggleable",
-  "isReceptacleObject",
 )
 
 
@@ -103,7 +91,7 @@ class CompiledGame:
   def _read_affordances(self, game: Game) -> None:
     """Per-entity affordance flags (openable, pickupable, ...) from the
     game's unary facts."""
-    props = {p: set() for p in _AFFORDANCES}
+    props = {p: set() for p in PROPERTY_PREDICATES}
     for f in game.facts:
       if f[0] in props:
         props[f[0]].add(f[1].lower())
