@@ -35,9 +35,10 @@ from configs import alfworld
 from rla_jax.envs.alfworld import generate_split
 from rla_jax.models.hf_io import load_qwen
 from rla_jax.rl import agent_text
-from rla_jax.rl.alfworld_rollout import SamplingParams, rollout_episodes
+from rla_jax.rl.alfworld_rollout import rollout_episodes
 from rla_jax.sampling.buckets import power_of_two_buckets
 from rla_jax.sampling.sampler import Sampler
+from rla_jax.sampling.settings import SamplingParams
 from rla_jax.tokenizer import load_tokenizer
 from rla_jax.warmstart.settings import warm_start_dir
 

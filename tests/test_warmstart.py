@@ -360,12 +360,10 @@ def test_config_rejects_unknown_keys_and_defaults_are_valid():
 def test_judge_skips_excluded_episodes(built):
   """judge_episodes(include=...) samples nothing for excluded episodes
   (the loop excludes rejected candidates) and judges every step of the rest."""
-  from rla_jax.rl.alfworld_rollout import (
-    SamplingParams,
-    judge_episodes,
-    rollout_episodes,
-  )
+  from rla_jax.rl.alfworld_judge import judge_episodes
+  from rla_jax.rl.alfworld_rollout import rollout_episodes
   from rla_jax.sampling.sampler import Sampler
+  from rla_jax.sampling.settings import SamplingParams
   from rla_jax.warmstart import load_warm_start
 
   tok, policy, reward = load_warm_start(built[1])

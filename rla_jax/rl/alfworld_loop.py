@@ -30,13 +30,9 @@ from rla_jax.errors import ConfigError
 from rla_jax.rl import continued_sft, evaluation
 from rla_jax.rl.adaptation import TaskPool
 from rla_jax.rl.alfworld_evaluation import AlfWorldEvaluation
+from rla_jax.rl.alfworld_judge import judge_episodes
 from rla_jax.rl.alfworld_metrics import step_metrics
-from rla_jax.rl.alfworld_rollout import (
-  Episode,
-  SamplingParams,
-  judge_episodes,
-  rollout_episodes,
-)
+from rla_jax.rl.alfworld_rollout import Episode, rollout_episodes
 from rla_jax.rl.alfworld_tasks import (
   evaluation_games,
   parse_task_types,
@@ -60,6 +56,7 @@ from rla_jax.rl.phases import (
 from rla_jax.rl.seeds import derive_seed
 from rla_jax.rl.start_evaluation import check_start_record_settings
 from rla_jax.rl.training_data import STEP_SIGNALS, RewardConfig, task_samples
+from rla_jax.sampling.settings import SamplingParams
 from rla_jax.warmstart import settings as warmstart_settings
 from rla_jax.warmstart.directory import WarmStart, load_warm_start_dir
 

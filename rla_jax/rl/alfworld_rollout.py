@@ -1,14 +1,12 @@
-"""Host-side ALFWorld rollouts and the batched reward-model pass.
+"""Host-side ALFWorld rollouts.
 
 `rollout_episodes` steps a batch of environments; at every turn it renders
 each live agent's prompt (task, history window, numbered admissible
 actions), samples ALL live agents in one sampler call, parses the boxed
 index and steps the environments. It records, per step, the prompt ids, the
 response ids and the behaviour log-probs, so every training sample keeps its
-own prompt and response (no re-tokenisation, no misalignment).
-
-`judge_episodes` then builds one judge prompt per step of every trajectory
-and samples m judgements for all of them in batched sampler calls.
+own prompt and response (no re-tokenisation, no misalignment). The judge's
+pass over the finished episodes is `rla_jax.rl.alfworld_judge`.
 
 Multi-process: each process owns a contiguous block of the games
 (`distributed.process_slice`) and steps only those environments. At every
@@ -17,8 +15,7 @@ same global sampler call (rows in the single-process order, hence the same
 samples as a single-process run); each process keeps the replies of its own
 agents. The finished episodes are all-gathered at the end, so
 `rollout_episodes` returns the GLOBAL list on every process and callers need
-no change. `judge_episodes` takes that global list and runs the same global
-sampler calls on every process.
+no change.
 """
 
 from __future__ import annotations
@@ -33,7 +30,6 @@ from rla_jax import distributed
 from rla_jax.envs.alfworld import BatchedEnv, Game, make_env
 from rla_jax.metrics.progress import ProgressFn
 from rla_jax.rl import agent_text
-from rla_jax.rl.judge_votes import judged_steps, sample_votes
 from rla_jax.rl.parsing import (
   action_index_parses,
   parse_action_index,
@@ -42,15 +38,7 @@ from rla_jax.rl.prompts import candidate_actions
 from rla_jax.rl.seeds import derive_seed
 from rla_jax.sampling.rows import SampleOutput
 from rla_jax.sampling.sampler import Sampler
-
-
-@dataclasses.dataclass
-class SamplingParams:
-  temperature: float = 0.8
-  top_p: float = 0.95
-  top_k: int = 0
-  greedy: bool = False
-  max_new_tokens: int | None = None
+from rla_jax.sampling.settings import SamplingParams
 
 
 @dataclasses.dataclass
@@ -100,20 +88,6 @@ class Episode:
       game=game,
       **{k: record[k] for k in cls.REFERENCE_FIELDS},
     )
-
-
-@dataclasses.dataclass
-class Judgements:
-  """m judgements of every step. scores: [N, K, m] in {+1, -1, 0}
-  (0 = unparseable; padded steps are 0); mask: [N, K] real steps.
-  prompt_ids / response_ids / logprobs are indexed [n][k][j]."""
-
-  scores: np.ndarray
-  mask: np.ndarray
-  prompt_ids: list[list[list[int]]]
-  response_ids: list[list[list[list[int]]]]
-  logprobs: list[list[list[np.ndarray]]]
-  response_texts: list[list[list[str]]]
 
 
 def rollout_episodes(
@@ -341,58 +315,3 @@ def _step_games(
     play.episodes[p.index].observations.append(obs[p.index])
     play.episodes[p.index].won = bool(won[p.index])
     play.done[p.index] = bool(dones[p.index])
-
-
-def judge_episodes(
-  episodes: Sequence[Episode],
-  sampler: Sampler,
-  tokenizer,
-  *,
-  m: int,
-  seed: int,
-  params: SamplingParams,
-  batch_size: int = 64,
-  include: Sequence[bool] | None = None,
-  chosen: np.ndarray | None = None,
-  progress: ProgressFn | None = None,
-) -> Judgements:
-  """Samples m judgements for every step of every episode (or of the
-  episodes with include[n] true, and only their steps with chosen[n, k]
-  true; the others get mask False and score 0); progress, if given, is
-  told after every sampler call how many of the judged steps are done."""
-  if include is not None and len(include) != len(episodes):
-    raise ValueError(
-      f"judge_episodes: {len(include)} include flags for "
-      f"{len(episodes)} episodes"
-    )
-  num_steps = [e.num_steps for e in episodes]
-  jobs, mask = judged_steps(num_steps, include, chosen)
-  prompt_ids = [[None] * s for s in num_steps]
-  for n, k in jobs:
-    e = episodes[n]
-    text = agent_text.judge_step_text(
-      e.prompt_texts[k], e.response_texts[k], e.observations[k + 1]
-    )
-    prompt_ids[n][k] = agent_text.chat_ids(tokenizer, text)
-  # Similar lengths share a call (less padding).
-  jobs.sort(key=lambda nk: len(prompt_ids[nk[0]][nk[1]]))
-  votes = sample_votes(
-    sampler,
-    tokenizer,
-    prompt_ids,
-    jobs,
-    num_steps,
-    m=m,
-    seed=seed,
-    params=params,
-    batch_size=batch_size,
-    progress=progress,
-  )
-  return Judgements(
-    votes.scores,
-    mask,
-    prompt_ids,
-    votes.response_ids,
-    votes.logprobs,
-    votes.response_texts,
-  )

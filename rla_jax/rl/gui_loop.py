@@ -42,7 +42,6 @@ from rla_jax.errors import ConfigError
 from rla_jax.models.qwen3_vl import Qwen3VLConfig, load_qwen3_vl
 from rla_jax.models.qwen3_vl import inputs as vision_inputs
 from rla_jax.rl.adaptation import TaskPool
-from rla_jax.rl.alfworld_rollout import SamplingParams
 from rla_jax.rl.gui_adaptation import CriticLog, adapt_gui_tasks
 from rla_jax.rl.gui_metrics import evaluation_metrics, step_metrics
 from rla_jax.rl.gui_rollout import (
@@ -69,6 +68,7 @@ from rla_jax.rl.phases import (
 )
 from rla_jax.rl.seeds import derive_seed
 from rla_jax.rl.training_data import RewardConfig, task_samples
+from rla_jax.sampling.settings import SamplingParams
 
 BACKENDS = ("miniwob", "osworld")
 

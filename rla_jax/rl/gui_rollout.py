@@ -29,9 +29,9 @@ from rla_jax.envs.gui.tasks import GuiTask
 from rla_jax.metrics.progress import ProgressFn
 from rla_jax.models.qwen3_vl import inputs as vision_inputs
 from rla_jax.rl import gui_prompts
-from rla_jax.rl.alfworld_rollout import SamplingParams
 from rla_jax.rl.judge_votes import judged_steps, sample_votes
 from rla_jax.rl.seeds import derive_seed
+from rla_jax.sampling.settings import SamplingParams
 from rla_jax.tokenizer import render_chat
 
 
