@@ -17,12 +17,12 @@ Public API::
     level_move(game, direction, rng) / level_variant(game, level, rng)
         # a fresh game one difficulty level up / down, same room and scene
 
-Modules: types_tables (ALFRED tables), game (Game), pddl_io (files), text
-(surface strings), engine (native rules), batched_env (the interface) / env
-(make_env) / native_env / textworld_backend (batched envs), expert (oracle
-planner, progress labels), generator (rooms, tasks, levels), splits (the
-games of a split), perturb (adaptation), level_moves (adaptation along the
-levels).
+Modules: types_tables (ALFRED tables), game (Game), pddl_io (writing game
+files), pddl_read (reading them), text (surface strings), engine (native
+rules), batched_env (the interface) / env (make_env) / native_env /
+textworld_backend (batched envs), expert (oracle planner, progress labels),
+generator (rooms, tasks, levels), splits (the games of a split), perturb
+(adaptation), level_moves (adaptation along the levels).
 """
 
 from rla_jax.envs.alfworld.env import BACKENDS, MAX_STEPS, BatchedEnv, make_env
@@ -35,7 +35,8 @@ from rla_jax.envs.alfworld.expert import (
 from rla_jax.envs.alfworld.game import Game
 from rla_jax.envs.alfworld.level_moves import level_move, level_variant
 from rla_jax.envs.alfworld.levels import game_level
-from rla_jax.envs.alfworld.pddl_io import load_game, write_game
+from rla_jax.envs.alfworld.pddl_io import write_game
+from rla_jax.envs.alfworld.pddl_read import load_game
 from rla_jax.envs.alfworld.perturb import (
   apply_goal_tokens,
   describe_game_for_proposal,
