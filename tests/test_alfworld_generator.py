@@ -17,7 +17,7 @@ os.environ.setdefault(
 )
 
 from rla_jax.envs.alfworld import expert_plan, generate_split, make_env
-from rla_jax.envs.alfworld.generator import split_scenes
+from rla_jax.envs.alfworld.rooms import split_scenes
 from rla_jax.envs.alfworld.types_tables import SPLIT_QUOTAS, TASK_TYPE_NAMES
 
 _GEN = (

@@ -13,13 +13,10 @@ from rla_jax.envs.alfworld import (
   level_variant,
   make_env,
 )
-from rla_jax.envs.alfworld.generator import (
-  generate_valid_game,
-  split_scenes,
-  validate_game,
-)
+from rla_jax.envs.alfworld.generator import generate_valid_game, validate_game
 from rla_jax.envs.alfworld.level_moves import classifies_at, level_target
 from rla_jax.envs.alfworld.levels import LEVELS
+from rla_jax.envs.alfworld.rooms import split_scenes
 from rla_jax.envs.alfworld.types_tables import OPENABLE_RECEPTACLES
 
 

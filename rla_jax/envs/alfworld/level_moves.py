@@ -15,13 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from rla_jax.envs.alfworld.game import Game
-from rla_jax.envs.alfworld.generator import (
-  SPLITS,
-  generate_valid_game,
-  split_scenes,
-)
+from rla_jax.envs.alfworld.generator import generate_valid_game
 from rla_jax.envs.alfworld.levels import LEVELS, check_level, game_level
 from rla_jax.envs.alfworld.perturb import DIRECTIONS
+from rla_jax.envs.alfworld.rooms import SPLITS, split_scenes
 from rla_jax.envs.alfworld.types_tables import VALID_ROOMS
 
 #: Scenes of the room kind drawn from the split after the game's own scene.

@@ -16,11 +16,8 @@ import numpy as np
 
 from rla_jax.envs.alfworld.engine import CompiledGame
 from rla_jax.envs.alfworld.game import Game
-from rla_jax.envs.alfworld.generator import (
-  assemble_game,
-  object_id,
-  validate_game,
-)
+from rla_jax.envs.alfworld.generator import assemble_game, validate_game
+from rla_jax.envs.alfworld.rooms import object_id
 from rla_jax.envs.alfworld.types_tables import (
   GOAL_TEMPLATES,
   ROOM_OBJECTS,

@@ -13,13 +13,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from rla_jax.envs.alfworld.game import Game
-from rla_jax.envs.alfworld.generator import (
-  ROOM_SIZES,
-  SPLIT_CODES,
-  SPLITS,
-  generate_valid_game,
-)
+from rla_jax.envs.alfworld.generator import generate_valid_game
 from rla_jax.envs.alfworld.levels import LEVELS, check_level
+from rla_jax.envs.alfworld.rooms import ROOM_SIZES, SPLIT_CODES, SPLITS
 from rla_jax.envs.alfworld.types_tables import (
   DEFAULT_SPLIT_SIZES,
   SPLIT_QUOTAS,
