@@ -21,8 +21,9 @@ Modules: types_tables (ALFRED tables), game (Game), pddl_io (writing game
 files), pddl_read (reading them), text (surface strings), engine (native
 rules), batched_env (the interface) / env (make_env) / native_env /
 textworld_backend (batched envs), expert (oracle planner, progress labels),
-generator (rooms, tasks, levels), splits (the games of a split), perturb
-(adaptation), level_moves (adaptation along the levels).
+rooms (splits, scenes, layouts), generator (tasks, levels), splits (the
+games of a split), perturb (adaptation), level_moves (adaptation along the
+levels).
 """
 
 from rla_jax.envs.alfworld.env import BACKENDS, MAX_STEPS, BatchedEnv, make_env
