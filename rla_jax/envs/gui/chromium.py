@@ -18,6 +18,8 @@ import shutil
 from collections.abc import Sequence
 from typing import Any
 
+from rla_jax.envs.gui.driver_guard import guarded_chromedriver
+
 DEFAULT_CHROME_BINARIES = ("/usr/bin/chromium", "chromium", "chromium-browser")
 DEFAULT_CHROMEDRIVERS = ("/usr/bin/chromedriver", "chromedriver")
 APT_HINT = (
@@ -123,9 +125,10 @@ def start_driver(
   for argument in CHROME_ARGUMENTS:
     options.add_argument(argument)
   options.binary_location = paths.chrome_binary
-  driver = webdriver.Chrome(
-    service=Service(executable_path=paths.chromedriver), options=options
-  )
+  # chromedriver runs under driver_guard, so the browser dies with this
+  # process even when it is killed (see that module).
+  service = Service(executable_path=guarded_chromedriver(paths.chromedriver))
+  driver = webdriver.Chrome(service=service, options=options)
   try:
     driver.execute_cdp_cmd(
       "Emulation.setDeviceMetricsOverride",

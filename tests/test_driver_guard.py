@@ -1,0 +1,168 @@
+"""chromedriver's guard: a browser dies with the process that started it,
+even when that process is SIGKILLed (and a clean quit still works).
+
+The first test needs no browser: a stand-in "driver" starts a grandchild in
+a session of its own, as Chromium's helpers do. The browser tests start real
+headless Chromium (`.ci/run` installs it) and skip without it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from rla_jax.envs.gui import driver_guard
+from rla_jax.envs.gui.chromium import ChromiumNotFoundError, find_browser
+
+
+def _browser_missing_reason() -> str | None:
+  try:
+    find_browser()
+  except ChromiumNotFoundError as error:
+    return str(error)
+  return None
+
+
+needs_browser = pytest.mark.skipif(
+  _browser_missing_reason() is not None,
+  reason=f"no headless Chromium: {_browser_missing_reason()}",
+)
+
+
+def _alive(pids: list[int]) -> list[int]:
+  """The pids that are still running (zombies count as gone)."""
+  left = []
+  for pid in pids:
+    try:
+      with open(f"/proc/{pid}/stat") as f:
+        stat = f.read()
+    except OSError:
+      continue
+    if stat[stat.rindex(")") + 2] != "Z":
+      left.append(pid)
+  return left
+
+
+def _wait_gone(pids: list[int], timeout_s: float = 15.0) -> list[int]:
+  deadline = time.monotonic() + timeout_s
+  while _alive(pids) and time.monotonic() < deadline:
+    time.sleep(0.1)
+  return _alive(pids)
+
+
+def _kill(pids: list[int]) -> None:
+  for pid in pids:
+    try:
+      os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+      pass
+
+
+def _run_owner(script: str) -> tuple[subprocess.Popen, list[int]]:
+  """Starts ``script`` in a fresh interpreter; it prints READY once its
+  browser (or stand-in) runs. Returns the owner and every process below it."""
+  owner = subprocess.Popen(
+    [sys.executable, "-c", textwrap.dedent(script)],
+    stdout=subprocess.PIPE,
+    text=True,
+  )
+  line = owner.stdout.readline()
+  assert line.strip() == "READY", line
+  return owner, driver_guard.descendants(owner.pid)
+
+
+STAND_IN_OWNER = """
+  import subprocess, sys
+  from rla_jax.envs.gui.driver_guard import guarded_chromedriver
+  # The stand-in driver: a shell that starts `sleep` in a new session (as
+  # Chromium's helpers do), then waits.
+  path = guarded_chromedriver("/bin/sh")
+  guard = subprocess.Popen(
+    [path, "-c", "setsid sleep 300 & sleep 300"], stdin=subprocess.PIPE
+  )
+  import time
+  from rla_jax.envs.gui.driver_guard import descendants
+  def sleeps():
+    below = descendants(guard.pid)
+    return [p for p in below if open(f"/proc/{p}/comm").read() == "sleep\\n"]
+  while len(sleeps()) < 2:
+    time.sleep(0.05)
+  print("READY", flush=True)
+  time.sleep(300)
+"""
+
+
+def test_guard_kills_a_new_session_grandchild_when_its_owner_is_killed():
+  """The stand-in's setsid'd grandchild, which a process-group kill would
+  miss and which init would adopt, is killed once the owner dies."""
+  owner, below = _run_owner(STAND_IN_OWNER)
+  try:
+    names = [open(f"/proc/{p}/cmdline").read() for p in below]
+    assert sum(n.startswith("sleep\x00") for n in names) == 2, names
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    left = _wait_gone(below)
+    assert left == [], f"still running after the owner's SIGKILL: {left}"
+  finally:
+    owner.kill()
+    _kill(below)
+
+
+def test_guard_passes_on_the_driver_exit_status():
+  """The driver's own status, while the owner keeps the pipe open; closing
+  the pipe stops the driver (SIGTERM: 128 + 15)."""
+  path = driver_guard.guarded_chromedriver("/bin/sh")
+  guard = subprocess.Popen([path, "-c", "exit 7"], stdin=subprocess.PIPE)
+  assert guard.wait(30) == 7
+  guard.stdin.close()
+  guard = subprocess.Popen([path, "-c", "sleep 300"], stdin=subprocess.PIPE)
+  guard.stdin.close()
+  assert guard.wait(30) == 128 + signal.SIGTERM
+
+
+BROWSER_OWNER = """
+  import time
+  from rla_jax.envs.gui.chromium import find_browser, start_driver
+  driver = start_driver(find_browser(), 160, 210, 1)
+  driver.get("data:text/html,<p>hi</p>")
+  print("READY", flush=True)
+  time.sleep(300)
+"""
+
+
+@needs_browser
+def test_chromium_dies_with_its_killed_owner():
+  """Measured without the guard: chromedriver, Chromium and all 8 helpers
+  outlive a SIGKILL of their owner."""
+  owner, below = _run_owner(BROWSER_OWNER)
+  try:
+    names = [open(f"/proc/{p}/cmdline").read() for p in below]
+    assert any("chromium" in n for n in names), names
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    left = _wait_gone(below)
+    assert left == [], f"still running after the owner's SIGKILL: {left}"
+  finally:
+    owner.kill()
+    _kill(below)
+
+
+@needs_browser
+def test_quit_stops_every_browser_process():
+  from rla_jax.envs.gui.chromium import start_driver
+
+  driver = start_driver(find_browser(), 160, 210, 1)
+  guard = driver.service.process.pid
+  below = [guard] + driver_guard.descendants(guard)
+  try:
+    assert any("chromium" in open(f"/proc/{p}/cmdline").read() for p in below)
+    driver.quit()
+    assert _wait_gone(below, timeout_s=10.0) == []
+  finally:
+    _kill(below)
