@@ -12,7 +12,7 @@ from rla_jax.models import Qwen
 from rla_jax.rl.samples import Sample, draw_samples, pack_rows, pack_samples
 from rla_jax.rl.trainer import Learner, OptimConfig, learning_rate_schedule
 from rla_jax.sampling.sampler import Sampler
-from rla_jax.warmstart.sft import pack_sft_batch
+from rla_jax.warmstart.sft_loss import pack_sft_batch
 
 CFG = tiny_qwen3_config(97)
 

@@ -12,7 +12,7 @@ from conftest import tiny_qwen3_config
 from flax import nnx
 
 from rla_jax.models import Qwen
-from rla_jax.warmstart import sft
+from rla_jax.warmstart import sft, sft_loss
 
 CFG = tiny_qwen3_config(61)
 SFT = sft.SFTConfig(
@@ -41,7 +41,7 @@ def test_probe_stops_training_at_the_target_and_records_every_probe():
   def measure(model):
     seen.append(model)
     return {
-      "loss": sft.response_loss(model, _samples(8, 1), length_multiple=16)
+      "loss": sft_loss.response_loss(model, _samples(8, 1), length_multiple=16)
     }
 
   first = sft.train_sft(

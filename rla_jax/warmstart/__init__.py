@@ -11,12 +11,13 @@ Public API::
 Modules: config (defaults, hash), settings (a run's settings from its
 config), directory (loading a built warm-start directory), bpe_tokenizer
 (byte-level BPE + ChatML), demos (noisy-expert rollouts, policy/judge
-examples), drills (token samples, candidate-line copy drills), sft
-(supervised trainer), evaluate (policy success, judge process accuracy),
-stages (what both builders share: the stage store, an SFT stage, the
-stage clock, the marker write), build (the ALFWorld pipeline and its
-cache); the coding warm start: coding_settings, coding_data,
-coding_build.
+examples), drills (token samples, candidate-line copy drills), sft_loss
+(the SFT loss and its batches), sft (the resumable supervised trainer),
+evaluate (policy success, judge process accuracy), stages (what both
+builders share: the stage store, an SFT stage, the stage clock, the marker
+write), drill_stage (the ALFWorld build's drill base), build (the ALFWorld
+pipeline and its cache); the coding warm start: coding_settings,
+coding_data, coding_build.
 
 The builder is imported on first use of `build_warm_start` /
 `load_warm_start`, so loading a warm start (the RL loop) never imports it.

@@ -31,7 +31,6 @@ import json
 import os
 from collections.abc import Callable
 
-import numpy as np
 from flax import nnx
 
 from rla_jax.errors import ConfigError
@@ -51,6 +50,7 @@ from rla_jax.warmstart.data import (
   tokenizer_corpus,
 )
 from rla_jax.warmstart.directory import MARKER
+from rla_jax.warmstart.drill_stage import DrillBase
 from rla_jax.warmstart.stages import (
   StageClock,
   begin_build,
@@ -84,25 +84,6 @@ def _cached(out_dir: str, digest: str) -> dict | None:
     "reward_dir": dirs["reward"],
     "report": {**marker["report"], "cache_hit": True},
   }
-
-
-def _drill_samples(tok, data: WarmStartData, cfg) -> list[tuple]:
-  d = cfg["drill"]
-  cand_lists = [
-    a for ep in data.demo_eps + data.extra_eps for a in ep.admissible
-  ]
-  cand_lists = [a for a in cand_lists if a]
-  rng = np.random.default_rng([cfg["seed"], 0xD81])
-  return [
-    drills.copy_drill(
-      tok,
-      cand_lists[int(rng.integers(len(cand_lists)))],
-      int(d["num_queries"]),
-      rng,
-      answer_format=cfg["policy_answer"],
-    )
-    for _ in range(min(int(d["steps"]) * int(d["batch_size"]), 4096))
-  ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -291,7 +272,7 @@ class _TrainedModels:
   """The training stages' results: the drill base, the SFT'd policy with
   its curves, and the judge stage."""
 
-  drill: _DrillBase
+  drill: DrillBase
   policy: Qwen
   policy_info: dict
   judge: JudgeStage
@@ -303,7 +284,7 @@ def _train_models(
   """Stages drill (only when the policy stage still needs it), policy_sft
   and rm_sft, each timed on `clock`."""
   model_cfg = model_config(cfg, tok)
-  drill = _DrillBase(store, policy_key, model_cfg, tok, data, cfg, log)
+  drill = DrillBase(store, policy_key, model_cfg, tok, data, cfg, log)
   if store.done("policy_sft", policy_key) is None:
     drill.model()
   clock.lap("drill")
@@ -381,55 +362,6 @@ def _evaluate(models: _TrainedModels, reused, tok, data, cfg, log):
     )
   )
   return metrics
-
-
-class _DrillBase:
-  """The drill stage's model, trained (or loaded from the store) on first
-  use: a build whose policy stage is already done needs it only for a
-  judge initialised from it or for the held-out loss before SFT."""
-
-  def __init__(self, store, key, model_cfg, tok, data, cfg, log):
-    self.store, self.key, self.log = store, key, log
-    self.model_cfg, self.tok, self.data, self.cfg = model_cfg, tok, data, cfg
-    self._model, self._info = None, None
-
-  def available(self) -> bool:
-    """Whether the base exists here without training it."""
-    steps = int(self.cfg["drill"]["steps"])
-    return (
-      self._model is not None
-      or not steps
-      or self.store.done("drill", self.key) is not None
-    )
-
-  def model(self) -> Qwen:
-    if self._model is None:
-      seed = int(self.cfg["seed"])
-
-      def fresh():
-        return Qwen(self.model_cfg, rngs=nnx.Rngs(seed))
-
-      if int(self.cfg["drill"]["steps"]):
-        self._model, self._info = train_stage(
-          self.store,
-          "drill",
-          self.key,
-          fresh,
-          _drill_samples(self.tok, self.data, self.cfg),
-          sft_config(self.cfg["drill"]),
-          seed,
-          self.tok.pad_token_id,
-          self.log,
-        )
-      else:
-        self._model, self._info = fresh(), {}
-    return self._model
-
-  def info(self, reused: ReusedPolicy | None) -> dict:
-    """The drill's curves: this build's, or the reused build's."""
-    if self._info is None and reused is not None:
-      return reused.drill_info
-    return self._info if self._info is not None else {}
 
 
 def jax_leaves(model):

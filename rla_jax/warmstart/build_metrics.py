@@ -10,7 +10,7 @@ import json
 
 import numpy as np
 
-from rla_jax.warmstart import demos, drills, evaluate, sft
+from rla_jax.warmstart import demos, drills, evaluate, sft, sft_loss
 
 
 def policy_probe(cfg, tok, games):
@@ -76,10 +76,10 @@ def heldout_losses(base_model, policy, tok, data, cfg, log, before=None):
   ][:128]
   lm, pad = int(cfg["policy_sft"]["length_multiple"]), tok.pad_token_id
   if before is None:
-    before = sft.response_loss(
+    before = sft_loss.response_loss(
       base_model(), held, pad_id=pad, length_multiple=lm
     )
-  after = sft.response_loss(policy, held, pad_id=pad, length_multiple=lm)
+  after = sft_loss.response_loss(policy, held, pad_id=pad, length_multiple=lm)
   log(f"[warmstart] policy held-out response loss {before:.4f} -> {after:.4f}")
   return {
     "heldout_response_loss_before": before,
