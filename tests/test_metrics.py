@@ -22,7 +22,8 @@ from rla_jax.metrics import (
   write_ablation_table,
   write_summary,
 )
-from rla_jax.metrics.ablation import _common_curve, mean_and_sample_std
+from rla_jax.metrics.ablation import mean_and_sample_std
+from rla_jax.metrics.ablation_curves import common_curve
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -530,14 +531,14 @@ def test_ablation_curves_mean_and_band(tmp_path):
     {"step": 10, key: 0.5},
   ]
   seed_b = [{"step": 0, key: 0.3}, {"step": 5, key: 0.5}, {"step": 7, key: 0.9}]
-  steps, mean, lo, hi = _common_curve("Policy", key, [seed_a, seed_b])
+  steps, mean, lo, hi = common_curve("Policy", key, [seed_a, seed_b])
   assert steps == [0, 5]
   assert (
     mean == pytest.approx([0.2, 0.4]) and lo == [0.1, 0.3] and hi == [0.3, 0.5]
   )
-  assert _common_curve("Policy", "absent", [seed_a, seed_b]) is None
+  assert common_curve("Policy", "absent", [seed_a, seed_b]) is None
   with pytest.raises(ValueError, match="share no step"):
-    _common_curve(
+    common_curve(
       "Policy", key, [[{"step": 1, key: 0.1}], [{"step": 2, key: 0.1}]]
     )
   histories = {

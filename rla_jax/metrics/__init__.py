@@ -3,10 +3,10 @@
 
 from rla_jax.metrics.ablation import (
   mean_and_sample_std,
-  plot_ablation_curves,
   rl_step_seconds,
   write_ablation_table,
 )
+from rla_jax.metrics.ablation_curves import plot_ablation_curves
 from rla_jax.metrics.summary import (
   last_values,
   paired_change_lines,
