@@ -134,6 +134,43 @@ def sample_phase_bytes(
   tensor = mesh.shape["tensor"]
   r = -(-rows // dp)
   rp = r if prefill_rows is None else min(r, prefill_rows)
+  prefill = _text_prefill_transient(cfg, rp, prompt, slots, tensor, attention)
+  out = _sampling_weight_bytes(model_cfg, mesh)
+  out["kv_cache_bf16"] = kv_cache_bytes_per_device(cfg, dp * r, slots, mesh)
+  if v is not None and images_per_row and screen is not None:
+    images = images_per_device(images_per_row, rows, dp, images_sharded)
+    P = math.prod(screenshot_grid(v, screen))
+    out["image_features"] = image_feature_bytes(v, images, P, cfg.hidden_size)
+    prefill = max(prefill, vision_encode_bytes(v, images, P, tensor, attention))
+  out["prefill_transient"] = prefill
+  if rp < r:
+    out["prefill_piece_cache"] = _piece_cache_bytes(cfg, rp, slots, tensor)
+  return out
+
+
+def _sampling_weight_bytes(cfg, mesh) -> dict[str, int]:
+  """The bf16 sampling copy's shards (SAMPLE_RULES) on one device:
+  "weights_bf16" the text decoder, and for Qwen3-VL "vision_weights_bf16"
+  the vision tower."""
+  out = {
+    "weights_bf16": per_device_param_bytes(
+      cfg, mesh, shd.SAMPLE_RULES, BF16, "text"
+    )
+  }
+  if vision_config(cfg) is not None:
+    out["vision_weights_bf16"] = per_device_param_bytes(
+      cfg, mesh, shd.SAMPLE_RULES, BF16, "vision"
+    )
+  return out
+
+
+def _text_prefill_transient(
+  cfg, rp: int, prompt: int, slots: int, tensor: int, attention: str
+) -> int:
+  """One text layer's prefill transient for a piece of rp rows (text
+  config cfg, P = prompt, S = slots; `sample_phase_bytes` gives the
+  terms): attention + MLP + last-position logits, + hidden states for
+  flash."""
   N = local_dim(cfg.num_heads, tensor)
   Fl = local_dim(cfg.intermediate_size, tensor)
   K, H = local_dim(cfg.num_kv_heads, tensor), cfg.head_dim
@@ -144,22 +181,11 @@ def sample_phase_bytes(
   )
   if attention_kind(attention) == "flash":
     prefill += rp * prompt * cfg.hidden_size * 12
-  out = {
-    "weights_bf16": per_device_param_bytes(
-      model_cfg, mesh, shd.SAMPLE_RULES, BF16, "text"
-    )
-  }
-  if v is not None:
-    out["vision_weights_bf16"] = per_device_param_bytes(
-      model_cfg, mesh, shd.SAMPLE_RULES, BF16, "vision"
-    )
-  out["kv_cache_bf16"] = kv_cache_bytes_per_device(cfg, dp * r, slots, mesh)
-  if v is not None and images_per_row and screen is not None:
-    images = images_per_device(images_per_row, rows, dp, images_sharded)
-    P = math.prod(screenshot_grid(v, screen))
-    out["image_features"] = image_feature_bytes(v, images, P, cfg.hidden_size)
-    prefill = max(prefill, vision_encode_bytes(v, images, P, tensor, attention))
-  out["prefill_transient"] = prefill
-  if rp < r:
-    out["prefill_piece_cache"] = 2 * cfg.num_layers * rp * K * slots * H * BF16
-  return out
+  return prefill
+
+
+def _piece_cache_bytes(cfg, rp: int, slots: int, tensor: int) -> int:
+  """A prefill piece's slice of every layer's KV cache (text config cfg),
+  taken and written back: 2 x L x [rp, K, S, H] bf16."""
+  K = local_dim(cfg.num_kv_heads, tensor)
+  return 2 * cfg.num_layers * rp * K * slots * cfg.head_dim * BF16

@@ -77,59 +77,78 @@ def prefill_temp(analytical: dict) -> int:
   )
 
 
+def _run_tag(r: dict) -> str:
+  """A recorded run's label: backend, preset, layers, mesh, train length,
+  remat and attention."""
+  att = r.get("attention", "einsum")
+  return (
+    f"{r['backend']} {r['preset']} L={r.get('layers', '-')} mesh "
+    f"{tuple(r['mesh'].values())} T={r['seq']} remat={r['remat']} {att}"
+  )
+
+
+def _prefill_tag(r: dict) -> str:
+  """A recorded run's prefill label: rows, prompt, slots, attention and
+  row pieces."""
+  att = r.get("attention", "einsum")
+  return (
+    f"{r['backend']} {r['preset']} prefill rows={r['rows']} "
+    f"P={r['prompt']} S={r['prompt'] + r['gen']} {att} "
+    f"pieces={r.get('prefill_rows') or 'whole'}"
+  )
+
+
+def _compiled_run_rows(r: dict) -> list[tuple]:
+  """(run, quantity, analytical bytes, compiled bytes) rows of one
+  re-estimated run: the train step's arguments and temporaries, the
+  prefill's, and the real parameter shards when the run recorded them."""
+  tr, pf = r["train"], r["prefill"]
+  an = pf["analytical"]
+  tag = _run_tag(r)
+  rows = [
+    (
+      tag,
+      "train args (params+mu+nu+batch)",
+      tr["analytical_args"],
+      tr["compiled"]["argument"],
+    ),
+    (
+      tag,
+      "train temp (grads+gathered+activations)",
+      tr["analytical_temp"],
+      tr["compiled"]["temp"],
+    ),
+    (
+      _prefill_tag(r),
+      "prefill args (bf16 weights + KV cache)",
+      an["weights_bf16"] + an["kv_cache_bf16"],
+      pf["compiled"]["argument"],
+    ),
+    (
+      "",
+      "prefill temp (one layer's transient [+ piece cache])",
+      prefill_temp(an),
+      pf["compiled"]["temp"],
+    ),
+  ]
+  if "params" in r:
+    rows.append(
+      (
+        tag,
+        "real param shards on each device (fp32)",
+        r["params"]["analytical"],
+        max(r["params"]["per_device"]),
+      )
+    )
+  return rows
+
+
 def compiled_section(compiled: list[dict], title: str) -> list[str]:
-  rows = []
-  for r in map(reestimate, compiled):
-    tr, pf = r["train"], r["prefill"]
-    att = r.get("attention", "einsum")
-    tag = (
-      f"{r['backend']} {r['preset']} L={r.get('layers', '-')} mesh "
-      f"{tuple(r['mesh'].values())} T={r['seq']} remat={r['remat']} {att}"
-    )
-    rows.append(
-      (
-        tag,
-        "train args (params+mu+nu+batch)",
-        tr["analytical_args"],
-        tr["compiled"]["argument"],
-      )
-    )
-    rows.append(
-      (
-        tag,
-        "train temp (grads+gathered+activations)",
-        tr["analytical_temp"],
-        tr["compiled"]["temp"],
-      )
-    )
-    an = pf["analytical"]
-    rows.append(
-      (
-        f"{r['backend']} {r['preset']} prefill rows={r['rows']} "
-        f"P={r['prompt']} S={r['prompt'] + r['gen']} {att} "
-        f"pieces={r.get('prefill_rows') or 'whole'}",
-        "prefill args (bf16 weights + KV cache)",
-        an["weights_bf16"] + an["kv_cache_bf16"],
-        pf["compiled"]["argument"],
-      )
-    )
-    rows.append(
-      (
-        "",
-        "prefill temp (one layer's transient [+ piece cache])",
-        prefill_temp(an),
-        pf["compiled"]["temp"],
-      )
-    )
-    if "params" in r:
-      rows.append(
-        (
-          tag,
-          "real param shards on each device (fp32)",
-          r["params"]["analytical"],
-          max(r["params"]["per_device"]),
-        )
-      )
+  """The "### {title}" table of recorded compiled runs: each run's
+  analytical side re-estimated (`reestimate`) next to XLA's bytes."""
+  rows = [
+    row for r in map(reestimate, compiled) for row in _compiled_run_rows(r)
+  ]
   body = [
     (a, b, f"{c:,}", f"{d:,}", f"{d / c:.2f}" if c else "-")
     for a, b, c, d in rows
@@ -220,8 +239,9 @@ def vision_compiled_check(checks=VISION_CHECKS, screen=(1080, 1920)) -> list:
   return out
 
 
-def vision_check_section(results: list) -> list[str]:
-  rows = [
+def _vision_check_rows(results: list) -> list[tuple]:
+  """One table row per vision check result, bytes and their ratio."""
+  return [
     (
       r["backend"],
       r["mode"],
@@ -234,6 +254,11 @@ def vision_check_section(results: list) -> list[str]:
     )
     for r in results
   ]
+
+
+def _vision_layer_slope_lines(results: list) -> list[str]:
+  """The per-extra-layer growth of the blockwise train checks (shallowest
+  vs deepest), analytical vs compiled; [] with fewer than two depths."""
   train = sorted(
     (
       r
@@ -242,6 +267,26 @@ def vision_check_section(results: list) -> list[str]:
     ),
     key=lambda r: r["depth"],
   )
+  if len(train) < 2:
+    return []
+  a, b = train[0], train[-1]
+  dl = b["depth"] - a["depth"]
+  per_an = (b["analytical"] - a["analytical"]) / dl
+  per_c = (b["compiled"] - a["compiled"]) / dl
+  return [
+    "",
+    f"Per extra layer (train, blockwise, depth {a['depth']} -> "
+    f"{b['depth']}): analytical {per_an / GiB:.2f} GiB, compiled "
+    f"{per_c / GiB:.2f} GiB ({per_c / per_an:.1f}x). The plan above uses "
+    "the analytical terms; if GPU memory follows the CPU slope, the "
+    "training phase's vision activations are that much larger, which "
+    "remat of the tower's scan would remove.",
+  ]
+
+
+def vision_check_section(results: list) -> list[str]:
+  """The vision tower check's section: what was compiled, the table of
+  `vision_compiled_check` results and the per-layer slope."""
   L = [
     "### Vision tower: analytical vs XLA compiled (run now, compile only)",
     "",
@@ -264,22 +309,9 @@ def vision_check_section(results: list) -> list[str]:
       "XLA compiled B",
       "compiled / analytical",
     ),
-    rows,
+    _vision_check_rows(results),
   )
-  if len(train) >= 2:
-    a, b = train[0], train[-1]
-    dl = b["depth"] - a["depth"]
-    per_an = (b["analytical"] - a["analytical"]) / dl
-    per_c = (b["compiled"] - a["compiled"]) / dl
-    L += [
-      "",
-      f"Per extra layer (train, blockwise, depth {a['depth']} -> "
-      f"{b['depth']}): analytical {per_an / GiB:.2f} GiB, compiled "
-      f"{per_c / GiB:.2f} GiB ({per_c / per_an:.1f}x). The plan above uses "
-      "the analytical terms; if GPU memory follows the CPU slope, the "
-      "training phase's vision activations are that much larger, which "
-      "remat of the tower's scan would remove.",
-    ]
+  L += _vision_layer_slope_lines(results)
   return L + [""]
 
 

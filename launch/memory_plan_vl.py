@@ -228,14 +228,7 @@ def _vl_parameter_lines(cfg) -> list[str]:
 def _vl_screenshot_lines(cfg, wl: Workload) -> list[str]:
   """Screenshot geometry and FLOPs, their share of the prompts, then the
   vision tower's activations per screenshot (`_vl_activation_lines`)."""
-  v, t = vision_config(cfg), text_config(cfg)
-  grid = screenshot_grid(v, wl.screen)
-  P, tok = math.prod(grid), screenshot_tokens(v, wl.screen)
-  fl = vision_flops_per_image(v, P, t.hidden_size)
-  text_prompt = 2 * param_count(cfg, "text") * wl.policy_prompt
-  text_prompt += wl.policy_prompt * attention_flops_per_token(
-    t, wl.policy_prompt
-  )
+  v = vision_config(cfg)
   factor = v.patch_size * v.spatial_merge_size
   L = [
     "",
@@ -249,6 +242,15 @@ def _vl_screenshot_lines(cfg, wl: Workload) -> list[str]:
     "(`memory_vision.vision_flops_per_image`).",
     "",
   ]
+  L += _screen_size_table(cfg, factor)
+  L += _prompt_share_lines(cfg, wl)
+  return L + _vl_activation_lines(cfg, wl)
+
+
+def _screen_size_table(cfg, factor: int) -> list[str]:
+  """Per common screen size: the resized image (`smart_resize` by
+  factor), patch grid, patches, merged tokens and one forward's FLOPs."""
+  v, t = vision_config(cfg), text_config(cfg)
   rows = []
   for screen in ((720, 1280), (1080, 1920), (1440, 2560)):
     h, w = smart_resize(*screen, factor)
@@ -265,7 +267,7 @@ def _vl_screenshot_lines(cfg, wl: Workload) -> list[str]:
         f"{f['attention'] / 1e12:.1f}",
       )
     )
-  L += markdown_table(
+  return markdown_table(
     (
       "screen",
       "resized (w x h)",
@@ -277,7 +279,21 @@ def _vl_screenshot_lines(cfg, wl: Workload) -> list[str]:
     ),
     rows,
   )
-  L += [
+
+
+def _prompt_share_lines(cfg, wl: Workload) -> list[str]:
+  """At wl's screen size: the screenshots' share of the policy and judge
+  prompts, and one screenshot's tower forward vs the text decoder's
+  forward over a whole policy prompt."""
+  v, t = vision_config(cfg), text_config(cfg)
+  grid = screenshot_grid(v, wl.screen)
+  P, tok = math.prod(grid), screenshot_tokens(v, wl.screen)
+  fl = vision_flops_per_image(v, P, t.hidden_size)
+  text_prompt = 2 * param_count(cfg, "text") * wl.policy_prompt
+  text_prompt += wl.policy_prompt * attention_flops_per_token(
+    t, wl.policy_prompt
+  )
+  return [
     "",
     f"At {wl.screen[1]}x{wl.screen[0]}: the policy prompt's "
     f"{wl.policy_images} screenshots are {wl.policy_images * tok:,} of its "
@@ -293,7 +309,6 @@ def _vl_screenshot_lines(cfg, wl: Workload) -> list[str]:
     "attention.",
     "",
   ]
-  return L + _vl_activation_lines(cfg, wl)
 
 
 def _vl_activation_lines(cfg, wl: Workload) -> list[str]:
@@ -344,8 +359,6 @@ def _vl_activation_lines(cfg, wl: Workload) -> list[str]:
 def _vl_slice_lines(name: str, cfg, wl: Workload, as_coded: Workload):
   """The smallest slices (images sharded, and as coded now), the
   reference's cluster size, and each slice's breakdown and step time."""
-  v = vision_config(cfg)
-  P = math.prod(screenshot_grid(v, wl.screen))
   L = [
     "",
     "### Smallest slices",
@@ -355,7 +368,23 @@ def _vl_slice_lines(name: str, cfg, wl: Workload, as_coded: Workload):
     "",
   ]
   L += slice_table(cfg, wl)
-  L += [
+  L += _as_coded_slice_lines(cfg, wl, as_coded)
+  L += ["", "On the reference's cluster size, images sharded:", ""]
+  L += reference_cluster_lines(cfg, wl)
+  L += ["", "and as coded now:", ""]
+  L += reference_cluster_lines(cfg, as_coded)
+  for acc in ACCELERATORS:
+    co = smallest_fitting(cfg, cfg, acc, wl, True)
+    if co is None:
+      continue
+    L += _vl_slice_breakdown_lines(name, cfg, wl, co)
+  return L
+
+
+def _as_coded_slice_lines(cfg, wl: Workload, as_coded: Workload) -> list:
+  """Why the current code encodes every image on every device, and the
+  smallest slices of `as_coded` per chip (`vl_slice_rows`)."""
+  L = [
     "",
     "As coded now (`GUI_AS_CODED`): the Sampler places a call's pixels "
     "replicated (`sampler.py`, `(None,) * ndim`) and the Learner a micro-"
@@ -367,7 +396,7 @@ def _vl_slice_lines(name: str, cfg, wl: Workload, as_coded: Workload):
     "every device):",
     "",
   ]
-  L += markdown_table(
+  return L + markdown_table(
     (
       "chip",
       "smallest slice (co-resident)",
@@ -377,42 +406,40 @@ def _vl_slice_lines(name: str, cfg, wl: Workload, as_coded: Workload):
     ),
     vl_slice_rows(cfg, as_coded),
   )
-  L += ["", "On the reference's cluster size, images sharded:", ""]
-  L += reference_cluster_lines(cfg, wl)
-  L += ["", "and as coded now:", ""]
-  L += reference_cluster_lines(cfg, as_coded)
-  for acc in ACCELERATORS:
-    co = smallest_fitting(cfg, cfg, acc, wl, True)
-    if co is None:
-      continue
-    ph = co.phases
-    L += [
-      "",
-      f"### {name} on {slice_label(acc, co.chips)} ({acc.name}), images "
-      "sharded",
-      "",
-    ]
-    L += breakdown_lines(co)
-    dp = co.chips // co.sample_tensor
-    L += [
-      "",
-      "prefill_transient is the larger of the text layer's and the vision"
-      " layer's (they run one after the other): vision encode of "
-      f"{images_per_device(wl.rm_images, wl.rm_rows, dp, True)} judge "
-      "screenshots per device = "
-      + gib(
-        vision_encode_bytes(
-          v,
-          images_per_device(wl.rm_images, wl.rm_rows, dp, True),
-          P,
-          co.sample_tensor,
-          wl.attention,
-        )
+
+
+def _vl_slice_breakdown_lines(name: str, cfg, wl: Workload, co) -> list:
+  """One smallest slice (images sharded): its memory breakdown, the
+  judge's vision encode next to the RM sampling total, and step time."""
+  v = vision_config(cfg)
+  P = math.prod(screenshot_grid(v, wl.screen))
+  ph = co.phases
+  L = [
+    "",
+    f"### {name} on {slice_label(co.acc, co.chips)} ({co.acc.name}), images "
+    "sharded",
+    "",
+  ]
+  L += breakdown_lines(co)
+  dp = co.chips // co.sample_tensor
+  L += [
+    "",
+    "prefill_transient is the larger of the text layer's and the vision"
+    " layer's (they run one after the other): vision encode of "
+    f"{images_per_device(wl.rm_images, wl.rm_rows, dp, True)} judge "
+    "screenshots per device = "
+    + gib(
+      vision_encode_bytes(
+        v,
+        images_per_device(wl.rm_images, wl.rm_rows, dp, True),
+        P,
+        co.sample_tensor,
+        wl.attention,
       )
-      + f" GiB; RM sampling total {gib(sum(ph['rm_sample'].values()))} GiB.",
-      "",
-      "Step time:",
-      "",
-    ]
-    L += time_lines(cfg, cfg, co, wl)
-  return L
+    )
+    + f" GiB; RM sampling total {gib(sum(ph['rm_sample'].values()))} GiB.",
+    "",
+    "Step time:",
+    "",
+  ]
+  return L + time_lines(cfg, cfg, co, wl)

@@ -94,36 +94,10 @@ def plan_slice(
     for name, c in (("policy", pol), ("rm", rm))
   }
   phases = {
-    "policy_sample": sample_phase_bytes(
-      pol,
-      sm,
-      wl.policy_rows,
-      wl.policy_prompt,
-      wl.policy_gen,
-      wl.prefill_rows_per_device,
-      wl.attention,
-      wl.policy_images,
-      wl.screen,
-      wl.images_sharded,
-    ),
-    "rm_sample": sample_phase_bytes(
-      rm,
-      sm,
-      wl.rm_rows,
-      wl.rm_prompt,
-      wl.rm_gen,
-      wl.prefill_rows_per_device,
-      wl.attention,
-      wl.rm_images,
-      wl.screen,
-      wl.images_sharded,
-    ),
-    "policy_train": train_phase_bytes(
-      pol, tm, wl.policy_prompt + wl.policy_gen, wl, wl.policy_images
-    ),
-    "rm_train": train_phase_bytes(
-      rm, tm, wl.rm_prompt + wl.rm_gen, wl, wl.rm_images
-    ),
+    "policy_sample": _sample_phase(pol, sm, wl, "policy"),
+    "rm_sample": _sample_phase(rm, sm, wl, "rm"),
+    "policy_train": _train_phase(pol, tm, wl, "policy"),
+    "rm_train": _train_phase(rm, tm, wl, "rm"),
   }
   persistent = {
     "policy_sample": f32["policy"] + f32["rm"],
@@ -132,6 +106,39 @@ def plan_slice(
     "rm_train": f32["policy"],
   }
   return SlicePlan(acc, chips, train_tensor, sample_tensor, phases, persistent)
+
+
+def _role_sizes(wl: Workload, role: str) -> tuple[int, int, int, int]:
+  """(concurrent rows, prompt tokens, new tokens, images per row) of one
+  role's ("policy" or "rm") calls in wl."""
+  if role == "policy":
+    return wl.policy_rows, wl.policy_prompt, wl.policy_gen, wl.policy_images
+  return wl.rm_rows, wl.rm_prompt, wl.rm_gen, wl.rm_images
+
+
+def _sample_phase(cfg, mesh, wl: Workload, role: str) -> dict[str, int]:
+  """Per-device bytes while sampling one role's calls (`_role_sizes`) on
+  the sampling mesh."""
+  rows, prompt, gen, images = _role_sizes(wl, role)
+  return sample_phase_bytes(
+    cfg,
+    mesh,
+    rows,
+    prompt,
+    gen,
+    wl.prefill_rows_per_device,
+    wl.attention,
+    images,
+    wl.screen,
+    wl.images_sharded,
+  )
+
+
+def _train_phase(cfg, mesh, wl: Workload, role: str) -> dict[str, int]:
+  """Per-device bytes while training one role on its own samples (prompt
+  + new tokens, with their images) on the training mesh."""
+  _, prompt, gen, images = _role_sizes(wl, role)
+  return train_phase_bytes(cfg, mesh, prompt + gen, wl, images)
 
 
 def best_plan(pol, rm, acc, chips, wl, coresident=True) -> SlicePlan:
@@ -250,17 +257,8 @@ def step_time(pol, rm, plan: SlicePlan, wl: Workload) -> dict[str, float]:
   bw = acc.hbm_bytes_per_s * DECODE_BW_UTIL
   passes = train_attention_passes(wl.attention)
   out = {}
-  for role, cfg, prompt, gen, rows, images in (
-    (
-      "policy",
-      pol,
-      wl.policy_prompt,
-      wl.policy_gen,
-      wl.policy_rows,
-      wl.policy_images,
-    ),
-    ("rm", rm, wl.rm_prompt, wl.rm_gen, wl.rm_rows, wl.rm_images),
-  ):
+  for role, cfg in (("policy", pol), ("rm", rm)):
+    rows, prompt, gen, images = _role_sizes(wl, role)
     N, S = param_count(cfg, "text"), prompt + gen
     samples = rows * wl.turns
     attn = attention_flops_per_token(cfg, S)

@@ -367,6 +367,51 @@ def _action_from_arguments(
   return GuiAction(**fields)
 
 
+def _check_screen_size(screen_width: int, screen_height: int) -> None:
+  """Raises ValueError unless both sides are ints in [1, MAX_SCREEN_SIDE]."""
+  for name, side in (
+    ("screen_width", screen_width),
+    ("screen_height", screen_height),
+  ):
+    if isinstance(side, bool) or not isinstance(side, int):
+      raise ValueError(f"{name} must be an int, got {side!r}")
+    if not 1 <= side <= MAX_SCREEN_SIDE:
+      raise ValueError(f"{name} = {side} not in [1, {MAX_SCREEN_SIDE}]")
+
+
+def _tool_call_arguments(body: str) -> dict[str, Any]:
+  """The ``arguments`` object of a tool call's JSON ``body``.
+
+  Reads ``body`` with ``json.loads`` (non-finite numbers and duplicate keys
+  rejected) and checks the call's shape: an object with exactly ``name ==
+  TOOL_NAME`` and an ``arguments`` object.
+
+  Raises:
+    _Reject: The body is not such a call.
+  """
+  try:
+    call = json.loads(
+      body,
+      parse_constant=_reject_constant,
+      object_pairs_hook=_unique_object,
+    )
+  except (ValueError, RecursionError) as error:
+    raise _Reject(f"tool call is not valid JSON: {error}"[:200]) from None
+  if not isinstance(call, dict):
+    raise _Reject(f"tool call must be a JSON object, got {type(call).__name__}")
+  if set(call) != {"name", "arguments"}:
+    raise _Reject(
+      f"tool call keys must be name and arguments, got {sorted(call)}"
+    )
+  if call["name"] != TOOL_NAME:
+    raise _Reject(f"tool name {call['name']!r:.40} is not {TOOL_NAME!r}")
+  if not isinstance(call["arguments"], dict):
+    raise _Reject(
+      f"arguments must be a JSON object, got {type(call['arguments']).__name__}"
+    )
+  return call["arguments"]
+
+
 def parse_action(
   reply: Any, screen_width: int, screen_height: int
 ) -> GuiAction | InvalidAction:
@@ -387,45 +432,15 @@ def parse_action(
   Raises:
     ValueError: The screen size (not the reply) is bad.
   """
-  for name, side in (
-    ("screen_width", screen_width),
-    ("screen_height", screen_height),
-  ):
-    if isinstance(side, bool) or not isinstance(side, int):
-      raise ValueError(f"{name} must be an int, got {side!r}")
-    if not 1 <= side <= MAX_SCREEN_SIDE:
-      raise ValueError(f"{name} = {side} not in [1, {MAX_SCREEN_SIDE}]")
+  _check_screen_size(screen_width, screen_height)
   if not isinstance(reply, str):
     return InvalidAction(f"reply must be a string, got {type(reply).__name__}")
   if len(reply) > MAX_REPLY_CHARS:
     return InvalidAction(f"reply of {len(reply)} chars > {MAX_REPLY_CHARS}")
   try:
-    body = _extract_tool_call(reply)
-    try:
-      call = json.loads(
-        body,
-        parse_constant=_reject_constant,
-        object_pairs_hook=_unique_object,
-      )
-    except (ValueError, RecursionError) as error:
-      raise _Reject(f"tool call is not valid JSON: {error}"[:200]) from None
-    if not isinstance(call, dict):
-      raise _Reject(
-        f"tool call must be a JSON object, got {type(call).__name__}"
-      )
-    if set(call) != {"name", "arguments"}:
-      raise _Reject(
-        f"tool call keys must be name and arguments, got {sorted(call)}"
-      )
-    if call["name"] != TOOL_NAME:
-      raise _Reject(f"tool name {call['name']!r:.40} is not {TOOL_NAME!r}")
-    if not isinstance(call["arguments"], dict):
-      raise _Reject(
-        "arguments must be a JSON object, got "
-        f"{type(call['arguments']).__name__}"
-      )
+    arguments = _tool_call_arguments(_extract_tool_call(reply))
     return _action_from_arguments(
-      call["arguments"], screen_width, screen_height, _description(reply)
+      arguments, screen_width, screen_height, _description(reply)
     )
   except _Reject as rejection:
     return InvalidAction(str(rejection))

@@ -55,6 +55,71 @@ def _caption(action: GuiAction | InvalidAction | None) -> tuple[str, tuple]:
   return action.summary(), TEXT_COLOUR
 
 
+def _pointer_mark(
+  draw: ImageDraw.ImageDraw, kind: str, target: tuple[int, int], unit: int
+) -> None:
+  """Draws a click or move at ``target``: a circle (one more ring for a
+  double click; hollow and blue for a move) and, for clicks, a crosshair."""
+  x, y = target
+  radius = 5 * unit
+  colour = MOVE_COLOUR if kind == "mouse_move" else MARK_COLOUR
+  rings = 2 if kind == "double_click" else 1
+  for ring in range(rings):
+    r = radius + ring * 3 * unit
+    draw.ellipse([x - r, y - r, x + r, y + r], outline=colour, width=unit)
+  if kind != "mouse_move":
+    span = radius + 3 * unit
+    draw.line([(x - span, y), (x + span, y)], fill=colour, width=1)
+    draw.line([(x, y - span), (x, y + span)], fill=colour, width=1)
+
+
+def _draw_marks(
+  draw: ImageDraw.ImageDraw,
+  action: GuiAction,
+  cursor: tuple[int, int] | None,
+  unit: int,
+) -> None:
+  """Marks where ``action`` acts (its coordinate, else the cursor): an
+  arrow for a drag or a scroll, ``_pointer_mark`` for clicks and moves,
+  nothing for typing, keys, waits and terminates or without a target."""
+  target = (action.x, action.y) if action.x is not None else cursor
+  if target is None:
+    return
+  if action.kind == "left_click_drag":
+    if action.start_x is not None:
+      start = (action.start_x, action.start_y)
+    else:
+      start = cursor
+    if start is not None:
+      _arrow(draw, start, target, unit)
+  elif action.kind == "scroll":
+    length = 12 * unit * (1 if action.scroll_pixels >= 0 else -1)
+    _arrow(draw, target, (target[0], target[1] - length), unit)
+  elif action.kind not in ("type", "key"):
+    _pointer_mark(draw, action.kind, target, unit)
+
+
+def _with_caption_band(
+  image: Image.Image, action: GuiAction | InvalidAction | None, unit: int
+) -> Image.Image:
+  """``image`` (RGBA) with the action's caption (``_caption``) written in a
+  translucent band along its bottom edge."""
+  width, height = image.size
+  text, colour = _caption(action)
+  font = _font(max(9, 6 * unit))
+  band = Image.new("RGBA", image.size, (0, 0, 0, 0))
+  band_draw = ImageDraw.Draw(band)
+  box = band_draw.textbbox((0, 0), text, font=font)
+  band_height = box[3] - box[1] + 4 * unit
+  band_draw.rectangle(
+    [0, height - band_height, width, height], fill=BAND_COLOUR
+  )
+  band_draw.text(
+    (2 * unit, height - band_height + unit), text, font=font, fill=colour
+  )
+  return Image.alpha_composite(image, band)
+
+
 def draw_action(
   screenshot: np.ndarray,
   action: GuiAction | InvalidAction | None,
@@ -79,42 +144,8 @@ def draw_action(
   unit = max(1, round(min(width, height) / 160))
   draw = ImageDraw.Draw(image)
   if isinstance(action, GuiAction):
-    target = (action.x, action.y) if action.x is not None else cursor
-    if action.kind in ("left_click_drag",) and target is not None:
-      if action.start_x is not None:
-        start = (action.start_x, action.start_y)
-      else:
-        start = cursor
-      if start is not None:
-        _arrow(draw, start, target, unit)
-    elif action.kind == "scroll" and target is not None:
-      length = 12 * unit * (1 if action.scroll_pixels >= 0 else -1)
-      _arrow(draw, target, (target[0], target[1] - length), unit)
-    elif target is not None and action.kind not in ("type", "key"):
-      x, y = target
-      radius = 5 * unit
-      colour = MOVE_COLOUR if action.kind == "mouse_move" else MARK_COLOUR
-      rings = 2 if action.kind == "double_click" else 1
-      for ring in range(rings):
-        r = radius + ring * 3 * unit
-        draw.ellipse([x - r, y - r, x + r, y + r], outline=colour, width=unit)
-      if action.kind != "mouse_move":
-        span = radius + 3 * unit
-        draw.line([(x - span, y), (x + span, y)], fill=colour, width=1)
-        draw.line([(x, y - span), (x, y + span)], fill=colour, width=1)
-  text, colour = _caption(action)
-  font = _font(max(9, 6 * unit))
-  band = Image.new("RGBA", image.size, (0, 0, 0, 0))
-  band_draw = ImageDraw.Draw(band)
-  box = band_draw.textbbox((0, 0), text, font=font)
-  band_height = box[3] - box[1] + 4 * unit
-  band_draw.rectangle(
-    [0, height - band_height, width, height], fill=BAND_COLOUR
-  )
-  band_draw.text(
-    (2 * unit, height - band_height + unit), text, font=font, fill=colour
-  )
-  image = Image.alpha_composite(image, band)
+    _draw_marks(draw, action, cursor, unit)
+  image = _with_caption_band(image, action, unit)
   return np.asarray(image.convert("RGB"), dtype=np.uint8)
 
 

@@ -15,7 +15,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.actions.mouse_button import MouseButton
 from selenium.webdriver.common.keys import Keys
 
-from rla_jax.envs.gui.actions import GuiAction
+from rla_jax.envs.gui.actions import CLICK_KINDS, GuiAction
 
 # KEY_NAMES (rla_jax.envs.gui.actions) -> WebDriver key code points.
 WEBDRIVER_KEYS = {
@@ -63,6 +63,62 @@ def _target(
   return _css(action.x, scale), _css(action.y, scale)
 
 
+def _drag_start(
+  action: GuiAction, cursor: tuple[int, int], scale: int
+) -> tuple[int, int]:
+  """A drag's CSS start: its start coordinate, or the cursor without one."""
+  if action.start_x is None:
+    return cursor
+  return _css(action.start_x, scale), _css(action.start_y, scale)
+
+
+def _queue_click(pointer: Any, kind: str, x: int, y: int) -> None:
+  """Queues a move to (x, y) and the click of ``kind`` (``CLICK_KINDS``)."""
+  pointer.move_to_location(x, y)
+  if kind == "left_click":
+    pointer.click()
+  elif kind == "right_click":
+    pointer.context_click()
+  elif kind == "middle_click":
+    pointer.pointer_down(MouseButton.MIDDLE)
+    pointer.pointer_up(MouseButton.MIDDLE)
+  else:
+    pointer.double_click()
+
+
+def _queue_drag(
+  pointer: Any, start: tuple[int, int], end: tuple[int, int]
+) -> None:
+  """Queues a left-button drag from ``start`` to ``end`` in
+  ``DRAG_SEGMENTS`` straight moves (CSS pixels, rounded)."""
+  pointer.move_to_location(*start)
+  pointer.pointer_down(MouseButton.LEFT)
+  for segment in range(1, DRAG_SEGMENTS + 1):
+    fraction = segment / DRAG_SEGMENTS
+    pointer.move_to_location(
+      round(start[0] + (end[0] - start[0]) * fraction),
+      round(start[1] + (end[1] - start[1]) * fraction),
+    )
+  pointer.pointer_up(MouseButton.LEFT)
+
+
+def _queue_typing(keyboard: Any, text: str) -> None:
+  """Queues one key press per character (newline and tab as their keys)."""
+  for char in text:
+    code = _TYPED_CONTROL.get(char, char)
+    keyboard.key_down(code)
+    keyboard.key_up(code)
+
+
+def _queue_key_chord(keyboard: Any, keys: tuple[str, ...]) -> None:
+  """Queues ``keys`` pressed together: all down in order, up in reverse."""
+  codes = [WEBDRIVER_KEYS.get(key, key) for key in keys]
+  for code in codes:
+    keyboard.key_down(code)
+  for code in reversed(codes):
+    keyboard.key_up(code)
+
+
 def execute(
   driver: Any, action: GuiAction, cursor: tuple[int, int], scale: int
 ) -> tuple[int, int]:
@@ -82,52 +138,22 @@ def execute(
   keyboard = chain.w3c_actions.key_action
   kind = action.kind
   x, y = _target(action, cursor, scale)
-  if kind in ("left_click", "right_click", "middle_click", "double_click"):
-    pointer.move_to_location(x, y)
-    if kind == "left_click":
-      pointer.click()
-    elif kind == "right_click":
-      pointer.context_click()
-    elif kind == "middle_click":
-      pointer.pointer_down(MouseButton.MIDDLE)
-      pointer.pointer_up(MouseButton.MIDDLE)
-    else:
-      pointer.double_click()
+  if kind in CLICK_KINDS:
+    _queue_click(pointer, kind, x, y)
   elif kind == "mouse_move":
     pointer.move_to_location(x, y)
   elif kind == "left_click_drag":
-    if action.start_x is None:
-      start = cursor
-    else:
-      start = (_css(action.start_x, scale), _css(action.start_y, scale))
-    pointer.move_to_location(*start)
-    pointer.pointer_down(MouseButton.LEFT)
-    for segment in range(1, DRAG_SEGMENTS + 1):
-      fraction = segment / DRAG_SEGMENTS
-      pointer.move_to_location(
-        round(start[0] + (x - start[0]) * fraction),
-        round(start[1] + (y - start[1]) * fraction),
-      )
-    pointer.pointer_up(MouseButton.LEFT)
+    _queue_drag(pointer, _drag_start(action, cursor, scale), (x, y))
   elif kind == "scroll":
     # pyautogui's sign: positive pixels scroll up; a wheel's delta_y > 0
     # scrolls down.
     chain.w3c_actions.wheel_action.scroll(
       x=x, y=y, delta_x=0, delta_y=-action.scroll_pixels, duration=0
     )
-    chain.w3c_actions.perform()
-    return x, y
   elif kind == "type":
-    for char in action.text or "":
-      code = _TYPED_CONTROL.get(char, char)
-      keyboard.key_down(code)
-      keyboard.key_up(code)
+    _queue_typing(keyboard, action.text or "")
   elif kind == "key":
-    codes = [WEBDRIVER_KEYS.get(key, key) for key in action.keys]
-    for code in codes:
-      keyboard.key_down(code)
-    for code in reversed(codes):
-      keyboard.key_up(code)
+    _queue_key_chord(keyboard, action.keys)
   else:
     raise ValueError(f"cannot execute action kind {kind!r} in a browser")
   chain.w3c_actions.perform()
