@@ -21,11 +21,8 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO not in sys.path:
   sys.path.insert(0, _REPO)
 
-from rla_jax.envs.gui.actions import (
-  parse_action,
-  pixel_to_grid,
-  tool_call_reply,
-)
+from rla_jax.envs.gui.action_parser import parse_action
+from rla_jax.envs.gui.actions import pixel_to_grid, tool_call_reply
 from rla_jax.envs.gui.miniwob import MiniWobConfig, MiniWobEnvironment
 from rla_jax.envs.gui.render import save_episode_frames
 

@@ -12,13 +12,12 @@ import subprocess
 
 import pytest
 
+from rla_jax.envs.gui.action_parser import MAX_TEXT_CHARS, parse_action
 from rla_jax.envs.gui.actions import (
   ACTION_KINDS,
-  MAX_TEXT_CHARS,
   GuiAction,
   InvalidAction,
   grid_to_pixel,
-  parse_action,
   pixel_to_grid,
   tool_call_reply,
 )

@@ -4,7 +4,7 @@
 every turn each live agent's prompt (the task, its earlier actions and its
 last screenshots) is rendered and ALL live agents are sampled in one
 sampler call; replies are parsed by the restricted computer-use parser
-(`envs.gui.actions.parse_action`: model output is never executed as code)
+(`envs.gui.action_parser.parse_action`: model output is never executed as code)
 and applied by the environment. Every step keeps its prompt ids, prompt
 images, response ids and behaviour log-probs, so a training sample is
 exactly what was sampled.
@@ -24,7 +24,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rla_jax.envs.gui.actions import GuiAction, InvalidAction, parse_action
+from rla_jax.envs.gui.action_parser import parse_action
+from rla_jax.envs.gui.actions import GuiAction, InvalidAction
 from rla_jax.envs.gui.tasks import GuiTask
 from rla_jax.metrics.progress import ProgressFn
 from rla_jax.models.qwen3_vl import inputs as vision_inputs

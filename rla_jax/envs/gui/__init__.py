@@ -2,9 +2,9 @@
 and batched screenshot environments (MiniWoB++ in headless Chromium; an
 OSWorld adapter). No JAX here.
 
-- ``parse_action`` (reply -> ``GuiAction`` | ``InvalidAction``),
-  ``tool_call_reply``, ``grid_to_pixel`` / ``pixel_to_grid``
-  (``rla_jax.envs.gui.actions``)
+- ``parse_action`` (reply -> ``GuiAction`` | ``InvalidAction``;
+  ``rla_jax.envs.gui.action_parser``), ``tool_call_reply``,
+  ``grid_to_pixel`` / ``pixel_to_grid`` (``rla_jax.envs.gui.actions``)
 - ``GuiObservation``, ``GuiEnvironment`` (``rla_jax.envs.gui.interface``)
 - ``MiniWobEnvironment``, ``MiniWobConfig`` (``rla_jax.envs.gui.miniwob``;
   task ids: ``rla_jax.envs.gui.miniwob_tasks.task_ids``;
@@ -14,12 +14,12 @@ OSWorld adapter). No JAX here.
 - ``draw_action``, ``save_episode_frames`` (``rla_jax.envs.gui.render``)
 """
 
+from rla_jax.envs.gui.action_parser import parse_action
 from rla_jax.envs.gui.actions import (
   ACTION_KINDS,
   GuiAction,
   InvalidAction,
   grid_to_pixel,
-  parse_action,
   pixel_to_grid,
   tool_call_reply,
 )

@@ -4,7 +4,7 @@ backends.
 A backend holds N environments (slots). ``reset`` starts one task instance
 per slot, ``step`` applies one action per slot and returns one observation
 per slot, always in slot order; ``close`` releases the browsers or VMs.
-Actions are what ``rla_jax.envs.gui.actions.parse_action`` returns: a
+Actions are what ``rla_jax.envs.gui.action_parser.parse_action`` returns: a
 ``GuiAction`` (pixel coordinates on that slot's screenshot), an
 ``InvalidAction`` (nothing is executed; the step is recorded in ``info``) or
 None (nothing is executed, e.g. a slot that is already done).

@@ -49,7 +49,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from rla_jax.envs.gui.actions import GuiAction, InvalidAction, parse_action
+from rla_jax.envs.gui.action_parser import parse_action
+from rla_jax.envs.gui.actions import GuiAction, InvalidAction
 from rla_jax.envs.gui.interface import GuiObservation, StepAction, check_batch
 
 # KEY_NAMES (rla_jax.envs.gui.actions) that pyautogui spells differently.
