@@ -35,6 +35,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 import pytest
 from filelock import FileLock
 
+from rla_jax.envs.gui.chromium import ChromiumNotFoundError, find_browser
 from rla_jax.models import QwenConfig
 
 # The session's cache directory (the XLA cache and the embedded models),
@@ -85,6 +86,22 @@ TINY_QWEN3 = QwenConfig(
   num_heads=4,
   num_kv_heads=2,
   head_dim=16,
+)
+
+
+def _browser_missing_reason() -> str | None:
+  """Why headless Chromium cannot start here (None if it can); browser
+  tests skip with it (`.ci/run` installs chromium and chromium-driver)."""
+  try:
+    find_browser()
+  except ChromiumNotFoundError as error:
+    return str(error)
+  return None
+
+
+needs_browser = pytest.mark.skipif(
+  _browser_missing_reason() is not None,
+  reason=f"no headless Chromium: {_browser_missing_reason()}",
 )
 
 

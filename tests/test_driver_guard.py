@@ -15,24 +15,10 @@ import sys
 import textwrap
 import time
 
-import pytest
+from conftest import needs_browser
 
 from rla_jax.envs.gui import driver_guard
-from rla_jax.envs.gui.chromium import ChromiumNotFoundError, find_browser
-
-
-def _browser_missing_reason() -> str | None:
-  try:
-    find_browser()
-  except ChromiumNotFoundError as error:
-    return str(error)
-  return None
-
-
-needs_browser = pytest.mark.skipif(
-  _browser_missing_reason() is not None,
-  reason=f"no headless Chromium: {_browser_missing_reason()}",
-)
+from rla_jax.envs.gui.chromium import find_browser
 
 
 def _alive(pids: list[int]) -> list[int]:
@@ -98,13 +84,13 @@ STAND_IN_OWNER = """
 """
 
 
-def test_guard_kills_a_new_session_grandchild_when_its_owner_is_killed():
-  """The stand-in's setsid'd grandchild, which a process-group kill would
-  miss and which init would adopt, is killed once the owner dies."""
-  owner, below = _run_owner(STAND_IN_OWNER)
+def _killed_owner_leaves_nothing(script: str, started) -> None:
+  """Runs ``script``, checks started(the command lines of the processes
+  below it), SIGKILLs it and asserts that every one of them ends."""
+  owner, below = _run_owner(script)
   try:
     names = [open(f"/proc/{p}/cmdline").read() for p in below]
-    assert sum(n.startswith("sleep\x00") for n in names) == 2, names
+    assert started(names), names
     owner.send_signal(signal.SIGKILL)
     owner.wait()
     left = _wait_gone(below)
@@ -112,6 +98,15 @@ def test_guard_kills_a_new_session_grandchild_when_its_owner_is_killed():
   finally:
     owner.kill()
     _kill(below)
+
+
+def test_guard_kills_a_new_session_grandchild_when_its_owner_is_killed():
+  """The stand-in's setsid'd grandchild, which a process-group kill would
+  miss and which init would adopt, is killed once the owner dies."""
+  _killed_owner_leaves_nothing(
+    STAND_IN_OWNER,
+    lambda names: sum(n.startswith("sleep\x00") for n in names) == 2,
+  )
 
 
 def test_guard_passes_on_the_driver_exit_status():
@@ -140,17 +135,9 @@ BROWSER_OWNER = """
 def test_chromium_dies_with_its_killed_owner():
   """Measured without the guard: chromedriver, Chromium and all 8 helpers
   outlive a SIGKILL of their owner."""
-  owner, below = _run_owner(BROWSER_OWNER)
-  try:
-    names = [open(f"/proc/{p}/cmdline").read() for p in below]
-    assert any("chromium" in n for n in names), names
-    owner.send_signal(signal.SIGKILL)
-    owner.wait()
-    left = _wait_gone(below)
-    assert left == [], f"still running after the owner's SIGKILL: {left}"
-  finally:
-    owner.kill()
-    _kill(below)
+  _killed_owner_leaves_nothing(
+    BROWSER_OWNER, lambda names: any("chromium" in n for n in names)
+  )
 
 
 @needs_browser

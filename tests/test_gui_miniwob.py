@@ -11,34 +11,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import needs_browser
 
+from rla_jax.envs.gui.action_parser import parse_action
 from rla_jax.envs.gui.actions import (
   GuiAction,
   InvalidAction,
-  parse_action,
   pixel_to_grid,
   tool_call_reply,
 )
-from rla_jax.envs.gui.chromium import ChromiumNotFoundError, find_browser
+from rla_jax.envs.gui.chromium import ChromiumNotFoundError
 from rla_jax.envs.gui.miniwob import MiniWobConfig, MiniWobEnvironment
 from rla_jax.envs.gui.miniwob_tasks import task_ids, task_page
 
 CONFIG = MiniWobConfig(num_envs=2, screenshot_scale=2)
 SHAPE = (420, 320, 3)
-
-
-def _browser_missing_reason() -> str | None:
-  try:
-    find_browser()
-  except ChromiumNotFoundError as error:
-    return str(error)
-  return None
-
-
-needs_browser = pytest.mark.skipif(
-  _browser_missing_reason() is not None,
-  reason=f"no headless Chromium: {_browser_missing_reason()}",
-)
 
 
 @pytest.fixture(scope="module")
