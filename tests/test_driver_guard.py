@@ -15,6 +15,7 @@ import sys
 import textwrap
 import time
 
+import pytest
 from conftest import needs_browser
 
 from rla_jax.envs.gui import driver_guard
@@ -153,3 +154,31 @@ def test_quit_stops_every_browser_process():
     assert _wait_gone(below, timeout_s=10.0) == []
   finally:
     _kill(below)
+
+
+def test_guard_script_is_private_and_rewritten_when_changed():
+  """The script selenium runs lives in a directory only this user can
+  write, and a script whose text differs (tampered) is replaced."""
+  path = driver_guard.guarded_chromedriver("/bin/sh")
+  info = os.stat(os.path.dirname(path))
+  assert info.st_uid == os.getuid() and not info.st_mode & 0o022
+  expected = open(path).read()
+  assert expected.startswith("#!/bin/sh\nexec ") and "/bin/sh" in expected
+  with open(path, "w") as f:
+    f.write("#!/bin/sh\necho tampered\n")
+  assert driver_guard.guarded_chromedriver("/bin/sh") == path
+  assert open(path).read() == expected
+
+
+def test_guard_script_skips_directories_others_can_write(tmp_path, monkeypatch):
+  shared, private = tmp_path / "shared", tmp_path / "private"
+  shared.mkdir()
+  shared.chmod(0o777)
+  monkeypatch.setattr(
+    driver_guard, "script_dirs", lambda: [str(shared), str(private)]
+  )
+  path = driver_guard.guarded_chromedriver("/bin/sh")
+  assert os.path.dirname(path) == str(private)
+  monkeypatch.setattr(driver_guard, "script_dirs", lambda: [str(shared)])
+  with pytest.raises(RuntimeError, match="shared .not private to uid"):
+    driver_guard.guarded_chromedriver("/bin/sh")

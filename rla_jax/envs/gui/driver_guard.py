@@ -121,28 +121,68 @@ def main(argv: list[str]) -> int:
   return status if status >= 0 else 128 - status
 
 
+def script_dirs() -> list[str]:
+  """Where the guard's launcher script may go, in order of preference: the
+  user's own cache (where the launchers' XLA cache also lives), then a
+  per-user directory in the temporary directory."""
+  return [
+    os.path.join(os.path.expanduser("~"), ".cache", "rla_jax", "bin"),
+    os.path.join(tempfile.gettempdir(), f"rla_jax-{os.getuid()}"),
+  ]
+
+
+def _private_exec_dir() -> str:
+  """The first of `script_dirs` that this user owns, nobody else can write
+  and that allows executables (a script another user could write would run
+  as this user); created 0700 if missing."""
+  refused = []
+  for directory in script_dirs():
+    try:
+      os.makedirs(directory, mode=0o700, exist_ok=True)
+      info = os.stat(directory)
+      noexec = os.statvfs(directory).f_flag & os.ST_NOEXEC
+    except OSError as error:
+      refused.append(f"{directory} ({error})")
+      continue
+    if info.st_uid != os.getuid() or info.st_mode & 0o022:
+      refused.append(f"{directory} (not private to uid {os.getuid()})")
+    elif noexec:
+      refused.append(f"{directory} (mounted noexec)")
+    else:
+      return directory
+  raise RuntimeError(
+    "chromedriver's guard needs a private directory that allows "
+    "executables; refused: " + "; ".join(refused)
+  )
+
+
 def guarded_chromedriver(chromedriver: str) -> str:
   """The path of an executable that runs ``chromedriver`` under this guard
   with the current interpreter, for selenium's ``Service(executable_path=)``.
 
   Selenium runs the executable it is given with its own arguments, so the
-  guard is reached through a two-line shell script, written once per
-  (interpreter, guard, chromedriver) into the temporary directory under a
-  name that hashes them, and replaced atomically.
+  guard is reached through a two-line shell script, kept in a private
+  directory (`_private_exec_dir`) under a name that hashes the interpreter,
+  guard and chromedriver paths, and rewritten atomically unless it holds
+  exactly the expected text.
   """
   command = " ".join(
     shlex.quote(part) for part in (sys.executable, __file__, chromedriver)
   )
   script = f'#!/bin/sh\nexec {command} "$@"\n'
+  directory = _private_exec_dir()
   digest = hashlib.sha256(script.encode()).hexdigest()[:16]
-  path = os.path.join(
-    tempfile.gettempdir(), f"rla_jax-chromedriver-{os.getuid()}-{digest}"
-  )
-  if not os.path.exists(path):
-    fd, partial = tempfile.mkstemp(dir=os.path.dirname(path))
+  path = os.path.join(directory, f"chromedriver-{digest}")
+  try:
+    with open(path) as f:
+      current = f.read()
+  except OSError:
+    current = None
+  if current != script or not os.access(path, os.X_OK):
+    fd, partial = tempfile.mkstemp(dir=directory)
     with os.fdopen(fd, "w") as f:
       f.write(script)
-    os.chmod(partial, 0o755)
+    os.chmod(partial, 0o700)
     os.replace(partial, path)
   return path
 
