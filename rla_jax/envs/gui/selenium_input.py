@@ -54,22 +54,14 @@ def _css(pixel: int, scale: int) -> int:
   return int(pixel) // scale
 
 
-def _target(
-  action: GuiAction, cursor: tuple[int, int], scale: int
+def _css_point(
+  x: int | None, y: int | None, cursor: tuple[int, int], scale: int
 ) -> tuple[int, int]:
-  """The action's CSS target, or the cursor when it has no coordinate."""
-  if action.x is None:
+  """Screenshot pixel (x, y) in CSS pixels, or the cursor when x is None
+  (an action without that coordinate)."""
+  if x is None:
     return cursor
-  return _css(action.x, scale), _css(action.y, scale)
-
-
-def _drag_start(
-  action: GuiAction, cursor: tuple[int, int], scale: int
-) -> tuple[int, int]:
-  """A drag's CSS start: its start coordinate, or the cursor without one."""
-  if action.start_x is None:
-    return cursor
-  return _css(action.start_x, scale), _css(action.start_y, scale)
+  return _css(x, scale), _css(y, scale)
 
 
 def _queue_click(pointer: Any, kind: str, x: int, y: int) -> None:
@@ -137,13 +129,14 @@ def execute(
   pointer = chain.w3c_actions.pointer_action
   keyboard = chain.w3c_actions.key_action
   kind = action.kind
-  x, y = _target(action, cursor, scale)
+  x, y = _css_point(action.x, action.y, cursor, scale)
   if kind in CLICK_KINDS:
     _queue_click(pointer, kind, x, y)
   elif kind == "mouse_move":
     pointer.move_to_location(x, y)
   elif kind == "left_click_drag":
-    _queue_drag(pointer, _drag_start(action, cursor, scale), (x, y))
+    start = _css_point(action.start_x, action.start_y, cursor, scale)
+    _queue_drag(pointer, start, (x, y))
   elif kind == "scroll":
     # pyautogui's sign: positive pixels scroll up; a wheel's delta_y > 0
     # scrolls down.
