@@ -23,15 +23,18 @@ to build, once per test that used them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
 import tempfile
+import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
+import psutil
 import pytest
 from filelock import FileLock
 
@@ -103,6 +106,29 @@ needs_browser = pytest.mark.skipif(
   _browser_missing_reason() is not None,
   reason=f"no headless Chromium: {_browser_missing_reason()}",
 )
+
+
+def still_running(procs: list, timeout_s: float) -> list:
+  """The psutil processes of procs still running after up to timeout_s (a
+  zombie whose new parent does not reap it counts as ended)."""
+
+  def running(p) -> bool:
+    with contextlib.suppress(psutil.NoSuchProcess):
+      return p.status() != psutil.STATUS_ZOMBIE
+    return False
+
+  deadline = time.monotonic() + timeout_s
+  while any(running(p) for p in procs) and time.monotonic() < deadline:
+    time.sleep(0.1)
+  return [p for p in procs if running(p)]
+
+
+def kill_processes(procs: list) -> None:
+  """SIGKILLs the psutil processes of procs that still exist (whatever a
+  test left, nothing outlives it)."""
+  for p in procs:
+    with contextlib.suppress(psutil.NoSuchProcess):
+      p.kill()
 
 
 def tiny_qwen3_config(vocab_size: int) -> QwenConfig:

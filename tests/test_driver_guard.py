@@ -13,47 +13,19 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
+import psutil
 import pytest
-from conftest import needs_browser
+from conftest import kill_processes, needs_browser, still_running
 
 from rla_jax.envs.gui import driver_guard
 from rla_jax.envs.gui.chromium import find_browser
 
 
-def _alive(pids: list[int]) -> list[int]:
-  """The pids that are still running (zombies count as gone)."""
-  left = []
-  for pid in pids:
-    try:
-      with open(f"/proc/{pid}/stat") as f:
-        stat = f.read()
-    except OSError:
-      continue
-    if stat[stat.rindex(")") + 2] != "Z":
-      left.append(pid)
-  return left
-
-
-def _wait_gone(pids: list[int], timeout_s: float = 15.0) -> list[int]:
-  deadline = time.monotonic() + timeout_s
-  while _alive(pids) and time.monotonic() < deadline:
-    time.sleep(0.1)
-  return _alive(pids)
-
-
-def _kill(pids: list[int]) -> None:
-  for pid in pids:
-    try:
-      os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-      pass
-
-
-def _run_owner(script: str) -> tuple[subprocess.Popen, list[int]]:
+def _run_owner(script: str) -> tuple[subprocess.Popen, list]:
   """Starts ``script`` in a fresh interpreter; it prints READY once its
-  browser (or stand-in) runs. Returns the owner and every process below it."""
+  browser (or stand-in) runs. Returns the owner and every process below it
+  (psutil, independent of the guard's own `descendants`)."""
   owner = subprocess.Popen(
     [sys.executable, "-c", textwrap.dedent(script)],
     stdout=subprocess.PIPE,
@@ -61,7 +33,7 @@ def _run_owner(script: str) -> tuple[subprocess.Popen, list[int]]:
   )
   line = owner.stdout.readline()
   assert line.strip() == "READY", line
-  return owner, driver_guard.descendants(owner.pid)
+  return owner, psutil.Process(owner.pid).children(recursive=True)
 
 
 STAND_IN_OWNER = """
@@ -86,19 +58,20 @@ STAND_IN_OWNER = """
 
 
 def _killed_owner_leaves_nothing(script: str, started) -> None:
-  """Runs ``script``, checks started(the command lines of the processes
-  below it), SIGKILLs it and asserts that every one of them ends."""
+  """Runs ``script``, checks started(the command lines, as argument lists,
+  of the processes below it), SIGKILLs it and asserts that every one of
+  them ends."""
   owner, below = _run_owner(script)
   try:
-    names = [open(f"/proc/{p}/cmdline").read() for p in below]
-    assert started(names), names
+    command_lines = [p.cmdline() for p in below]
+    assert started(command_lines), command_lines
     owner.send_signal(signal.SIGKILL)
     owner.wait()
-    left = _wait_gone(below)
+    left = still_running(below, timeout_s=15.0)
     assert left == [], f"still running after the owner's SIGKILL: {left}"
   finally:
     owner.kill()
-    _kill(below)
+    kill_processes(below)
 
 
 def test_guard_kills_a_new_session_grandchild_when_its_owner_is_killed():
@@ -106,7 +79,7 @@ def test_guard_kills_a_new_session_grandchild_when_its_owner_is_killed():
   miss and which init would adopt, is killed once the owner dies."""
   _killed_owner_leaves_nothing(
     STAND_IN_OWNER,
-    lambda names: sum(n.startswith("sleep\x00") for n in names) == 2,
+    lambda command_lines: sum(c[:1] == ["sleep"] for c in command_lines) == 2,
   )
 
 
@@ -137,7 +110,8 @@ def test_chromium_dies_with_its_killed_owner():
   """Measured without the guard: chromedriver, Chromium and all 8 helpers
   outlive a SIGKILL of their owner."""
   _killed_owner_leaves_nothing(
-    BROWSER_OWNER, lambda names: any("chromium" in n for n in names)
+    BROWSER_OWNER,
+    lambda command_lines: any("chromium" in " ".join(c) for c in command_lines),
   )
 
 
@@ -146,14 +120,14 @@ def test_quit_stops_every_browser_process():
   from rla_jax.envs.gui.chromium import start_driver
 
   driver = start_driver(find_browser(), 160, 210, 1)
-  guard = driver.service.process.pid
-  below = [guard] + driver_guard.descendants(guard)
+  guard = psutil.Process(driver.service.process.pid)
+  below = [guard, *guard.children(recursive=True)]
   try:
-    assert any("chromium" in open(f"/proc/{p}/cmdline").read() for p in below)
+    assert any("chromium" in " ".join(p.cmdline()) for p in below)
     driver.quit()
-    assert _wait_gone(below, timeout_s=10.0) == []
+    assert still_running(below, timeout_s=10.0) == []
   finally:
-    _kill(below)
+    kill_processes(below)
 
 
 def test_guard_script_is_private_and_rewritten_when_changed():

@@ -13,6 +13,7 @@ import time
 import numpy as np
 import psutil
 import pytest
+from conftest import kill_processes, still_running
 
 from rla_jax.metrics.keys import is_wall_clock_key
 
@@ -181,26 +182,9 @@ def _kill_run(child: subprocess.Popen) -> None:
   for p in family:
     with contextlib.suppress(psutil.NoSuchProcess):
       p.resume()
-  alive = _still_running(family, timeout_s=30.0)
-  for p in alive:  # whatever failed, nothing outlives the test
-    with contextlib.suppress(psutil.NoSuchProcess):
-      p.kill()
+  alive = still_running(family, timeout_s=30.0)
+  kill_processes(alive)  # whatever failed, nothing outlives the test
   assert not alive, f"processes outlived the killed run: {alive}"
-
-
-def _still_running(procs: list, timeout_s: float) -> list:
-  """The processes of procs still running after up to timeout_s (a zombie
-  whose new parent does not reap it counts as ended)."""
-
-  def running(p) -> bool:
-    with contextlib.suppress(psutil.NoSuchProcess):
-      return p.status() != psutil.STATUS_ZOMBIE
-    return False
-
-  deadline = time.monotonic() + timeout_s
-  while any(running(p) for p in procs) and time.monotonic() < deadline:
-    time.sleep(0.1)
-  return [p for p in procs if running(p)]
 
 
 def _check_logged_changes(rows, workdir):
