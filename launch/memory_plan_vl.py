@@ -422,16 +422,16 @@ def _vl_slice_breakdown_lines(name: str, cfg, wl: Workload, co) -> list:
   ]
   L += breakdown_lines(co)
   dp = co.chips // co.sample_tensor
+  judge_images = images_per_device(wl.rm_images, wl.rm_rows, dp, True)
   L += [
     "",
     "prefill_transient is the larger of the text layer's and the vision"
     " layer's (they run one after the other): vision encode of "
-    f"{images_per_device(wl.rm_images, wl.rm_rows, dp, True)} judge "
-    "screenshots per device = "
+    f"{judge_images} judge screenshots per device = "
     + gib(
       vision_encode_bytes(
         v,
-        images_per_device(wl.rm_images, wl.rm_rows, dp, True),
+        judge_images,
         P,
         co.sample_tensor,
         wl.attention,
