@@ -8,21 +8,30 @@ never ends a click-* episode, so every step is a full action + reward read
 Prints the CPU model and the load average before and after (the machine is
 shared; absolute numbers move with load).
 
+With --guard-startups K, it also times K start-ups and closes of N
+browsers with chromedriver under its guard (`rla_jax.envs.gui.driver_guard`,
+as the product runs it) and K with chromedriver started directly (the
+baseline), alternating, and prints the medians and their ratio.
+
 Usage: python benchmarks/bench_miniwob.py [--envs 1,4] [--resets 20]
-         [--steps 40] [--task click-button] [--scale 2]
+         [--steps 40] [--task click-button] [--scale 2] [--guard-startups 0]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import statistics
 import sys
 import time
+from unittest import mock
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO not in sys.path:
   sys.path.insert(0, _REPO)
 
+from rla_jax.envs.gui import chromium
 from rla_jax.envs.gui.actions import GuiAction
 from rla_jax.envs.gui.miniwob import MiniWobConfig, MiniWobEnvironment
 
@@ -80,6 +89,47 @@ def measure(num_envs: int, args: argparse.Namespace) -> dict[str, float]:
   }
 
 
+def startup_and_close_seconds(num_envs: int, scale: int, guarded: bool):
+  """(start-up, close) seconds of ``num_envs`` browsers; guarded=False
+  hands selenium the chromedriver itself (the baseline without the
+  guard)."""
+  patch = (
+    contextlib.nullcontext()
+    if guarded
+    else mock.patch.object(chromium, "guarded_chromedriver", str)
+  )
+  with patch:
+    started = time.perf_counter()
+    env = MiniWobEnvironment(
+      MiniWobConfig(num_envs=num_envs, screenshot_scale=scale)
+    )
+    startup = time.perf_counter() - started
+    started = time.perf_counter()
+    env.close()
+    return startup, time.perf_counter() - started
+
+
+def compare_guard(num_envs: int, args: argparse.Namespace) -> None:
+  """Prints the medians of --guard-startups guarded and plain start-ups
+  and closes of num_envs browsers, alternating, and the ratios."""
+  times = {True: [], False: []}
+  for _ in range(args.guard_startups):
+    for guarded in (False, True):
+      times[guarded].append(
+        startup_and_close_seconds(num_envs, args.scale, guarded)
+      )
+  med = {
+    g: [statistics.median(t[i] for t in times[g]) for i in (0, 1)]
+    for g in times
+  }
+  print(
+    f"| {num_envs} | {med[False][0]:.3f} | {med[True][0]:.3f} | "
+    f"{med[True][0] / med[False][0]:.2f} | {med[False][1]:.3f} | "
+    f"{med[True][1]:.3f} |",
+    flush=True,
+  )
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--envs", default="1,4")
@@ -87,6 +137,7 @@ def main() -> None:
   parser.add_argument("--steps", type=int, default=40)
   parser.add_argument("--task", default="click-button")
   parser.add_argument("--scale", type=int, default=2)
+  parser.add_argument("--guard-startups", type=int, default=0)
   args = parser.parse_args()
   print(f"cpu: {cpu_name()}")
   print(f"load average at start: {load_average()}")
@@ -105,6 +156,18 @@ def main() -> None:
       f"{result['steps_per_s']:.1f} | {result['step_ms']:.0f} |",
       flush=True,
     )
+  if args.guard_startups:
+    print(
+      f"\nstart-up and close, median of {args.guard_startups} each "
+      "(alternating): chromedriver directly vs under its guard"
+    )
+    print(
+      "| N | start-up s, plain | start-up s, guarded | ratio |"
+      " close s, plain | close s, guarded |"
+    )
+    print("|---|---|---|---|---|---|")
+    for num_envs in (int(n) for n in args.envs.split(",")):
+      compare_guard(num_envs, args)
   print(f"load average at end: {load_average()}")
 
 
